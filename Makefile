@@ -1,0 +1,45 @@
+# The two commands of the README: `make demo` and `make test`.
+SHELL := /bin/bash
+PHP ?= php
+PHPUNIT ?= $(shell command -v phpunit 2>/dev/null || echo /usr/bin/phpunit)
+MODEL_FILE := models/SmolLM2-135M-Instruct.Q4_1.gguf
+# Point INFER_MODEL at another GGUF file to run the demo and the tests on it.
+INFER_MODEL ?= $(CURDIR)/$(MODEL_FILE)
+export INFER_MODEL
+EXT := $(CURDIR)/target/release/libinfer.so
+PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
+
+.PHONY: demo test deps build model test-rust test-php lint install clean
+
+demo: build model
+	$(PHP_WITH_EXT) examples/demo.php
+
+test: build model test-rust test-php
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	cargo build --release
+
+model:
+	@bash scripts/fetch-model.sh $(MODEL_FILE)
+
+test-rust: deps
+	cargo test --release --no-default-features
+
+test-php: build model
+	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist
+
+lint:
+	cargo fmt --check
+	cargo clippy --release --all-targets -- -D warnings
+	cargo clippy --release --no-default-features --all-targets -- -D warnings
+
+# Copy the extension into PHP's extension directory and enable it.
+install: build
+	install -m 0755 $(EXT) "$$(php-config --extension-dir)/infer.so"
+	@echo "Add 'extension=infer.so' to your php.ini (or a conf.d file) to enable it."
+
+clean:
+	cargo clean

@@ -1,0 +1,24 @@
+<?php
+// The README's demo: load the default model and chat with it.
+declare(strict_types=1);
+
+use Displace\Infer\{Model, Prompt};
+
+$path = getenv('INFER_MODEL') ?: __DIR__ . '/../models/SmolLM2-135M-Instruct.Q4_1.gguf';
+$model = Model::load($path);
+
+$prompt = Prompt::system('You are a helpful assistant. Answer in one short sentence.')
+    ->withUser('What is the capital of France?');
+$started = microtime(true);
+$response = $model->chat($prompt, maxTokens: 48);
+$ms = (microtime(true) - $started) * 1000;
+
+echo "Q: What is the capital of France?\n";
+echo "A: ", $response->answer(), "\n";
+printf(
+    "   (%d prompt tokens, %d generated, finish: %s, %.0f ms)\n",
+    $response->promptTokens(),
+    $response->tokensGenerated(),
+    $response->finishReason(),
+    $ms,
+);

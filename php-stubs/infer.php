@@ -1,0 +1,221 @@
+<?php
+
+/**
+ * IDE stubs for the `infer` extension (Displace\Infer).
+ *
+ * This file is never loaded at run time: the classes are registered by the
+ * extension (`extension=infer.so`). tests-php/StubsTest.php checks that every
+ * class, method, parameter, default and return type here matches the loaded
+ * extension.
+ */
+
+namespace Displace\Infer;
+
+/**
+ * Base of every error the extension raises.
+ */
+class InferException extends \RuntimeException
+{
+}
+
+/**
+ * Model::load() could not produce a model: missing, unreadable, not GGUF,
+ * truncated, unsupported architecture, or an invalid load option.
+ */
+class ModelLoadException extends InferException
+{
+}
+
+/**
+ * A call on a loaded model failed: closed model, invalid argument or option,
+ * prompt longer than the context, no chat template, decode failure.
+ */
+class InferenceException extends InferException
+{
+}
+
+/**
+ * A GGUF model loaded in this process (memory-mapped by default).
+ */
+final class Model
+{
+    /**
+     * Models come from Model::load().
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /**
+     * Load a GGUF model.
+     *
+     * @param string $path path of a .gguf file
+     * @param array{n_gpu_layers?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int} $options
+     *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0);
+     *        use_mmap: map the weights instead of reading them (default true);
+     *        use_mlock: lock the weights in RAM (default false);
+     *        n_threads: threads for generation (int >= 1, default: the machine's cores).
+     *        An unknown key or a value of the wrong type or range throws.
+     * @throws ModelLoadException
+     */
+    public static function load(string $path, array $options = []): Model {}
+
+    /**
+     * Render $prompt with the chat template stored in the GGUF and generate a reply.
+     *
+     * @param int $maxTokens tokens to generate at most (>= 1)
+     * @param int $nCtx context size in tokens (>= 1, at most contextLength())
+     * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
+     * @param int $seed the same seed gives the same output
+     * @param array{stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float} $options
+     * @throws InferenceException
+     */
+    public function chat(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Response {}
+
+    /**
+     * Complete $prompt as plain text: no chat template, no reasoning split.
+     *
+     * @param bool $addBos add the tokens the model's tokenizer puts at the start of a sequence (BOS)
+     * @param array{stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float} $options
+     * @throws InferenceException
+     */
+    public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}
+
+    /**
+     * Free the weights. Idempotent; any later call on the model throws InferenceException.
+     */
+    public function close(): void {}
+
+    /**
+     * How many tokens $text encodes to, without BOS.
+     *
+     * @throws InferenceException when the model is closed
+     */
+    public function countTokens(string $text): int {}
+
+    /**
+     * The context length the model was trained for.
+     *
+     * @throws InferenceException when the model is closed
+     */
+    public function contextLength(): int {}
+
+    /**
+     * The chat template stored in the GGUF, or null when it has none.
+     *
+     * @throws InferenceException when the model is closed
+     */
+    public function chatTemplate(): ?string {}
+}
+
+/**
+ * An immutable chat transcript. Every with*() returns a new Prompt.
+ */
+final class Prompt
+{
+    /**
+     * Prompts come from Prompt::system() or Prompt::user().
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /** A transcript that starts with a system message. */
+    public static function system(string $content): Prompt {}
+
+    /** A transcript that starts with a user message. */
+    public static function user(string $content): Prompt {}
+
+    /** This transcript plus a system message. */
+    public function withSystem(string $content): Prompt {}
+
+    /** This transcript plus a user message. */
+    public function withUser(string $content): Prompt {}
+
+    /** This transcript plus an assistant message. */
+    public function withAssistant(string $content): Prompt {}
+
+    /**
+     * The messages, oldest first.
+     *
+     * @return list<Message>
+     */
+    public function messages(): array {}
+
+    /**
+     * The role of the last message.
+     *
+     * @return 'system'|'user'|'assistant'|null
+     */
+    public function lastRole(): ?string {}
+
+    /** How many messages the transcript holds. */
+    public function count(): int {}
+
+    /** Whether the transcript holds no message. */
+    public function isEmpty(): bool {}
+}
+
+/**
+ * One turn of a transcript.
+ */
+final class Message
+{
+    /**
+     * Messages come from Prompt::messages().
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /** @return 'system'|'user'|'assistant' */
+    public function role(): string {}
+
+    /** The text of the message, verbatim. */
+    public function content(): string {}
+}
+
+/**
+ * The result of Model::chat().
+ */
+final class Response
+{
+    /**
+     * Responses come from Model::chat().
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /** Everything generated, reasoning included. */
+    public function text(): string {}
+
+    /** The text without <think> blocks, leading whitespace trimmed. */
+    public function answer(): string {}
+
+    /**
+     * The contents of the <think> blocks (trimmed, joined by a blank line), or
+     * null when there were none. A run cut off inside <think> puts the partial
+     * thought here and leaves answer() empty.
+     */
+    public function reasoning(): ?string {}
+
+    /** Whether reasoning() is a non-empty string. */
+    public function hasReasoning(): bool {}
+
+    /** @return 'eos'|'length'|'stop' */
+    public function finishReason(): string {}
+
+    /** Tokens generated, the end-of-generation token excluded. */
+    public function tokensGenerated(): int {}
+
+    /** Tokens of the rendered prompt. */
+    public function promptTokens(): int {}
+
+    /**
+     * The answer decoded as JSON, objects as PHP arrays (like json_decode($answer, true)).
+     *
+     * @throws InferenceException when the answer is not valid JSON
+     */
+    public function json(): mixed {}
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install what building and testing the extension needs, from Debian's packages:
+# PHP with its headers, PHPUnit, clang/libclang (bindgen) and cmake (llama.cpp).
+# Installs only when something is missing; needs root (or sudo) to install.
+set -euo pipefail
+
+missing=()
+command -v php-config >/dev/null 2>&1 || missing+=(php-dev)
+command -v php >/dev/null 2>&1 || missing+=(php-cli)
+command -v phpunit >/dev/null 2>&1 || missing+=(phpunit)
+command -v clang >/dev/null 2>&1 || missing+=(clang)
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/aarch64-linux-gnu/libclang*.so* >/dev/null 2>&1 || missing+=(libclang-dev)
+php -r 'exit(extension_loaded("mbstring") ? 0 : 1);' >/dev/null 2>&1 || missing+=(php-mbstring)
+php -r 'exit(extension_loaded("dom") && extension_loaded("xml") ? 0 : 1);' >/dev/null 2>&1 || missing+=(php-xml)
+python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+echo "Installing missing build dependencies: ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+    SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+else
+    echo "error: not root and no sudo; install these Debian packages first: ${missing[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

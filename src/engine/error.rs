@@ -1,0 +1,70 @@
+//! Errors of the generation engine. The PHP layer maps [`LoadError`] to
+//! `ModelLoadException` and [`InferenceError`] to `InferenceException`.
+
+use std::path::PathBuf;
+
+/// `Model::load()` could not produce a model.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum LoadError {
+    #[error("model file not found: {}", .path.display())]
+    NotFound { path: PathBuf },
+    #[error("model path is a directory, not a GGUF file: {}", .path.display())]
+    IsDirectory { path: PathBuf },
+    #[error("model path is not a regular file: {}", .path.display())]
+    NotAFile { path: PathBuf },
+    #[error("model file is empty: {}", .path.display())]
+    Empty { path: PathBuf },
+    #[error("cannot read model file {}: {reason}", .path.display())]
+    Unreadable { path: PathBuf, reason: String },
+    #[error("not a GGUF file (the first 4 bytes are {found:?}, expected \"GGUF\"): {}", .path.display())]
+    NotGguf { path: PathBuf, found: String },
+    #[error("model path contains a NUL byte")]
+    NulInPath,
+    #[error("model path is not valid UTF-8: {}", .path.display())]
+    PathNotUtf8 { path: PathBuf },
+    #[error("llama.cpp could not load {}: {detail}", .path.display())]
+    Rejected { path: PathBuf, detail: String },
+    #[error("option \"{key}\" {expected}")]
+    InvalidOption { key: String, expected: String },
+    #[error("llama.cpp backend could not be initialised: {reason}")]
+    Backend { reason: String },
+}
+
+/// A call on a loaded model failed.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum InferenceError {
+    #[error("model has been closed")]
+    Closed,
+    #[error("{name} must be {expected}, got {got}")]
+    InvalidArgument {
+        name: &'static str,
+        expected: &'static str,
+        got: String,
+    },
+    #[error("option \"{key}\" {expected}")]
+    InvalidOption { key: String, expected: String },
+    #[error(
+        "prompt is {tokens} tokens, which does not fit in nCtx = {n_ctx}; raise nCtx or shorten the prompt"
+    )]
+    PromptTooLong { tokens: usize, n_ctx: u32 },
+    #[error("prompt is empty: it encodes to no tokens")]
+    EmptyPrompt,
+    #[error("prompt has no messages")]
+    NoMessages,
+    #[error("message {index} ({role}) contains a NUL byte, which a chat template cannot carry")]
+    NulInMessage { index: usize, role: &'static str },
+    #[error("model has no chat template; use raw() with a prompt you format yourself")]
+    NoChatTemplate,
+    #[error("the model's chat template could not be applied: {detail}")]
+    TemplateFailed { detail: String },
+    #[error("nCtx = {n_ctx} exceeds the context length the model was trained for ({max})")]
+    ContextTooLarge { n_ctx: u32, max: u32 },
+    #[error("could not create a context of nCtx = {n_ctx}: {detail}")]
+    ContextFailed { n_ctx: u32, detail: String },
+    #[error("decoding failed: {detail}")]
+    DecodeFailed { detail: String },
+    #[error("answer is not valid JSON: {detail}")]
+    NotJson { detail: String },
+}
+
+pub type InferenceResult<T> = Result<T, InferenceError>;

@@ -1,0 +1,16 @@
+//! The generation engine: llama.cpp through llama-cpp-2. No PHP types here.
+
+pub mod backend;
+pub mod chat;
+pub mod error;
+pub mod generate;
+pub mod model;
+pub mod output;
+pub mod params;
+pub mod reasoning;
+
+pub use chat::{Message, Role};
+pub use error::{InferenceError, LoadError};
+pub use generate::{FinishReason, Generation};
+pub use model::Model;
+pub use params::{GenerateParams, LoadParams};

@@ -1,0 +1,220 @@
+//! A loaded GGUF model and the calls made on it.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
+
+use super::backend::{backend, clear_diagnostics, take_diagnostics};
+use super::chat::{self, Message};
+use super::error::{InferenceResult, LoadError};
+use super::generate::{self, Generation};
+use super::params::{GenerateParams, LoadParams};
+
+/// Every GGUF file starts with these four bytes.
+const GGUF_MAGIC: &[u8; 4] = b"GGUF";
+
+/// A model loaded into memory (memory-mapped by default).
+#[derive(Debug)]
+pub struct Model {
+    model: LlamaModel,
+    n_threads: u32,
+    path: PathBuf,
+}
+
+impl Model {
+    /// Load the GGUF file at `path`. The file is checked before llama.cpp sees
+    /// it, so that the common mistakes get a precise message.
+    pub fn load(path: &Path, params: &LoadParams) -> Result<Self, LoadError> {
+        check_file(path)?;
+        let utf8 = path.to_str().ok_or_else(|| LoadError::PathNotUtf8 {
+            path: path.to_path_buf(),
+        })?;
+        let backend = backend()?;
+        let model_params = LlamaModelParams::default()
+            .with_n_gpu_layers(params.n_gpu_layers)
+            .with_use_mmap(params.use_mmap)
+            .with_use_mlock(params.use_mlock);
+        clear_diagnostics();
+        let model = LlamaModel::load_from_file(backend, utf8, &model_params).map_err(|e| {
+            LoadError::Rejected {
+                path: path.to_path_buf(),
+                detail: take_diagnostics().unwrap_or_else(|| e.to_string()),
+            }
+        })?;
+        Ok(Self {
+            model,
+            n_threads: params.n_threads,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The context length the model was trained for.
+    pub fn context_length(&self) -> u32 {
+        self.model.n_ctx_train()
+    }
+
+    /// The chat template stored in the GGUF, if any.
+    pub fn chat_template(&self) -> Option<String> {
+        chat::stored_template(&self.model)
+    }
+
+    /// Tokens of `text` as plain text: no BOS, special tokens parsed.
+    pub fn count_tokens(&self, text: &str) -> usize {
+        self.tokenize(text, false).len()
+    }
+
+    /// Tokenize a prompt. `add_bos` adds the special tokens the model's
+    /// tokenizer asks for at the start of a sequence (BOS for most models).
+    pub fn tokenize(&self, text: &str, add_bos: bool) -> Vec<LlamaToken> {
+        self.model.vocab().tokenize(text.as_bytes(), add_bos, true)
+    }
+
+    /// Render a transcript with the model's chat template and generate the
+    /// assistant's reply.
+    pub fn chat(
+        &self,
+        messages: &[Message],
+        params: &GenerateParams,
+    ) -> InferenceResult<Generation> {
+        let rendered = chat::render(&self.model, messages)?;
+        let tokens = self.tokenize(&rendered, true);
+        self.generate(&tokens, params)
+    }
+
+    /// Complete `prompt` as plain text.
+    pub fn raw(
+        &self,
+        prompt: &str,
+        add_bos: bool,
+        params: &GenerateParams,
+    ) -> InferenceResult<Generation> {
+        let tokens = self.tokenize(prompt, add_bos);
+        self.generate(&tokens, params)
+    }
+
+    fn generate(
+        &self,
+        prompt: &[LlamaToken],
+        params: &GenerateParams,
+    ) -> InferenceResult<Generation> {
+        let backend = backend().map_err(|e| super::error::InferenceError::DecodeFailed {
+            detail: e.to_string(),
+        })?;
+        generate::run(backend, &self.model, self.n_threads, prompt, params)
+    }
+}
+
+/// Reject what is certainly not a loadable GGUF file.
+fn check_file(path: &Path) -> Result<(), LoadError> {
+    let owned = || path.to_path_buf();
+    if path.as_os_str().as_encoded_bytes().contains(&0) {
+        return Err(LoadError::NulInPath);
+    }
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => LoadError::NotFound { path: owned() },
+        _ => LoadError::Unreadable {
+            path: owned(),
+            reason: e.to_string(),
+        },
+    })?;
+    if meta.is_dir() {
+        return Err(LoadError::IsDirectory { path: owned() });
+    }
+    if !meta.is_file() {
+        return Err(LoadError::NotAFile { path: owned() });
+    }
+    if meta.len() == 0 {
+        return Err(LoadError::Empty { path: owned() });
+    }
+    let mut magic = [0u8; 4];
+    let mut file = File::open(path).map_err(|e| LoadError::Unreadable {
+        path: owned(),
+        reason: e.to_string(),
+    })?;
+    let read = read_up_to(&mut file, &mut magic).map_err(|e| LoadError::Unreadable {
+        path: owned(),
+        reason: e.to_string(),
+    })?;
+    if &magic[..read] != GGUF_MAGIC {
+        return Err(LoadError::NotGguf {
+            path: owned(),
+            found: String::from_utf8_lossy(&magic[..read]).into_owned(),
+        });
+    }
+    Ok(())
+}
+
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("infer-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
+        path
+    }
+
+    #[test]
+    fn missing_file_is_not_found() {
+        let err = check_file(Path::new("/nonexistent/model.gguf")).unwrap_err();
+        assert!(matches!(err, LoadError::NotFound { .. }), "{err}");
+    }
+
+    #[test]
+    fn directory_is_rejected() {
+        let err = check_file(&std::env::temp_dir()).unwrap_err();
+        assert!(matches!(err, LoadError::IsDirectory { .. }), "{err}");
+    }
+
+    #[test]
+    fn empty_file_is_rejected() {
+        let err = check_file(&temp_file("empty.gguf", b"")).unwrap_err();
+        assert!(matches!(err, LoadError::Empty { .. }), "{err}");
+    }
+
+    #[test]
+    fn wrong_magic_is_not_gguf() {
+        let err = check_file(&temp_file("text.gguf", b"hello world")).unwrap_err();
+        assert_eq!(
+            err.to_string().split(':').next().unwrap(),
+            "not a GGUF file (the first 4 bytes are \"hell\", expected \"GGUF\")"
+        );
+    }
+
+    #[test]
+    fn device_files_are_not_regular_files() {
+        let err = check_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(matches!(err, LoadError::NotAFile { .. }), "{err}");
+    }
+
+    #[test]
+    fn short_file_with_magic_passes_the_precheck() {
+        // llama.cpp itself rejects the truncated header; see tests/model_load.rs.
+        assert!(check_file(&temp_file("magic.gguf", b"GGUF")).is_ok());
+    }
+}

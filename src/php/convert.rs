@@ -1,0 +1,193 @@
+//! PHP values → typed Rust values, and JSON → PHP values. Every conversion is
+//! total: a value of the wrong shape becomes an error naming the key.
+
+use ext_php_rs::convert::{FromZval, StubLiteral};
+use ext_php_rs::flags::DataType;
+use ext_php_rs::types::{ArrayKey, ZendHashTable, Zval};
+
+/// An `array $options = []` parameter. Holds `None` when the caller left it out.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionsArg<'a>(Option<&'a ZendHashTable>);
+
+impl<'a> OptionsArg<'a> {
+    /// The default, `[]`.
+    pub fn none() -> Self {
+        Self(None)
+    }
+
+    /// `(key, value)` pairs in the caller's order; an integer key is an error
+    /// reported through `bad_key`.
+    pub fn entries<E>(&self, bad_key: impl Fn(i64) -> E) -> Result<Vec<(String, &'a Zval)>, E> {
+        let Some(table) = self.0 else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(table.len());
+        for (key, value) in table.iter() {
+            let key = match key {
+                ArrayKey::Long(i) => return Err(bad_key(i)),
+                ArrayKey::String(s) => s,
+                ArrayKey::Str(s) => s.to_owned(),
+                other => other.to_string(),
+            };
+            out.push((key, value));
+        }
+        Ok(out)
+    }
+}
+
+impl<'a> FromZval<'a> for OptionsArg<'a> {
+    const TYPE: DataType = DataType::Array;
+
+    fn from_zval(zval: &'a Zval) -> Option<Self> {
+        zval.array().map(|a| Self(Some(a)))
+    }
+}
+
+impl StubLiteral for OptionsArg<'_> {
+    fn stub_literal(&self) -> String {
+        "[]".to_owned()
+    }
+}
+
+/// The PHP type name of a value, for error messages.
+pub fn type_name(value: &Zval) -> &'static str {
+    let value = value.dereference();
+    match value.get_type() {
+        DataType::Null => "null",
+        DataType::False | DataType::True | DataType::Bool => "bool",
+        DataType::Long => "int",
+        DataType::Double => "float",
+        DataType::String => "string",
+        DataType::Array => "array",
+        DataType::Object(_) => "object",
+        DataType::Resource => "resource",
+        _ => "unknown",
+    }
+}
+
+/// What an option value was, when it was not what the key expects.
+pub fn describe(value: &Zval) -> String {
+    let value = value.dereference();
+    match value.get_type() {
+        DataType::Long => format!("int {}", value.long().unwrap_or_default()),
+        DataType::Double => format!("float {}", value.double().unwrap_or_default()),
+        _ => type_name(value).to_owned(),
+    }
+}
+
+/// A PHP `int`, strictly (no floats, no numeric strings).
+pub fn int(value: &Zval) -> Option<i64> {
+    let value = value.dereference();
+    if value.is_long() {
+        value.long()
+    } else {
+        None
+    }
+}
+
+/// A PHP `bool`, strictly.
+pub fn bool(value: &Zval) -> Option<bool> {
+    let value = value.dereference();
+    if value.is_bool() {
+        value.bool()
+    } else {
+        None
+    }
+}
+
+/// A PHP `float` or `int`, finite.
+pub fn finite_float(value: &Zval) -> Option<f64> {
+    let value = value.dereference();
+    let f = if value.is_double() {
+        value.double()?
+    } else if value.is_long() {
+        value.long()? as f64
+    } else {
+        return None;
+    };
+    f.is_finite().then_some(f)
+}
+
+/// A PHP `string` as Rust text; invalid UTF-8 is `None`.
+pub fn string(value: &Zval) -> Option<String> {
+    let value = value.dereference();
+    if value.is_string() {
+        value.str().map(str::to_owned)
+    } else {
+        None
+    }
+}
+
+/// A PHP list of strings.
+pub fn string_list(value: &Zval) -> Option<Vec<String>> {
+    let table = value.dereference().array()?;
+    let mut out = Vec::with_capacity(table.len());
+    for (i, (key, item)) in table.iter().enumerate() {
+        if !matches!(key, ArrayKey::Long(k) if k == i as i64) {
+            return None;
+        }
+        out.push(string(item)?);
+    }
+    Some(out)
+}
+
+/// Largest nesting of arrays and objects `json_to_zval` builds (PHP's own
+/// `json_decode` default depth).
+const JSON_MAX_DEPTH: usize = 512;
+
+/// A JSON value as PHP would decode it with `json_decode($text, true)`:
+/// objects become associative arrays, integers that do not fit become floats,
+/// and numeric string keys become integer keys.
+pub fn json_to_zval(value: &serde_json::Value) -> Result<Zval, String> {
+    json_to_zval_at(value, 0)
+}
+
+fn json_to_zval_at(value: &serde_json::Value, depth: usize) -> Result<Zval, String> {
+    use serde_json::Value;
+    let mut zval = Zval::new();
+    match value {
+        Value::Null => zval.set_null(),
+        Value::Bool(b) => zval.set_bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => zval.set_long(i),
+            None => zval.set_double(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => zval.set_string(s, false).map_err(|e| e.to_string())?,
+        Value::Array(items) => {
+            if depth >= JSON_MAX_DEPTH {
+                return Err(format!("nesting deeper than {JSON_MAX_DEPTH}"));
+            }
+            let mut table =
+                ZendHashTable::with_capacity(items.len().try_into().unwrap_or(u32::MAX));
+            for item in items {
+                table
+                    .push(json_to_zval_at(item, depth + 1)?)
+                    .map_err(|e| e.to_string())?;
+            }
+            zval.set_hashtable(table);
+        }
+        Value::Object(map) => {
+            if depth >= JSON_MAX_DEPTH {
+                return Err(format!("nesting deeper than {JSON_MAX_DEPTH}"));
+            }
+            let mut table = ZendHashTable::with_capacity(map.len().try_into().unwrap_or(u32::MAX));
+            for (key, item) in map {
+                let item = json_to_zval_at(item, depth + 1)?;
+                match canonical_int(key) {
+                    Some(i) => table.insert_at_index(i, item),
+                    None => table.insert(key.as_str(), item),
+                }
+                .map_err(|e| e.to_string())?;
+            }
+            zval.set_hashtable(table);
+        }
+    }
+    Ok(zval)
+}
+
+/// PHP stores a string key that is a canonical decimal integer ("7", "-3",
+/// not "07" or "+3") as an integer key.
+fn canonical_int(key: &str) -> Option<i64> {
+    let i: i64 = key.parse().ok()?;
+    (i.to_string() == key).then_some(i)
+}

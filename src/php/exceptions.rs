@@ -1,0 +1,95 @@
+//! The exception family: `InferException extends \RuntimeException`, with
+//! `ModelLoadException` and `InferenceException` below it.
+//!
+//! They are plain PHP classes (no Rust object behind them) so that PHP code can
+//! construct, throw, catch and extend them like any other exception.
+
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use ext_php_rs::args::ArgInfoTables;
+use ext_php_rs::builders::ClassBuilder;
+use ext_php_rs::exception::PhpException;
+use ext_php_rs::zend::{ce, ClassEntry};
+
+use crate::engine::{InferenceError, LoadError};
+
+pub const INFER_EXCEPTION: &str = "Displace\\Infer\\InferException";
+pub const MODEL_LOAD_EXCEPTION: &str = "Displace\\Infer\\ModelLoadException";
+pub const INFERENCE_EXCEPTION: &str = "Displace\\Infer\\InferenceException";
+
+static INFER_CE: AtomicPtr<ClassEntry> = AtomicPtr::new(ptr::null_mut());
+static MODEL_LOAD_CE: AtomicPtr<ClassEntry> = AtomicPtr::new(ptr::null_mut());
+static INFERENCE_CE: AtomicPtr<ClassEntry> = AtomicPtr::new(ptr::null_mut());
+
+/// Register the three classes. Runs in MINIT, before the Rust-backed classes.
+pub fn register() -> ext_php_rs::error::Result<()> {
+    ClassBuilder::new(INFER_EXCEPTION)
+        .extends((runtime_exception, "\\RuntimeException"))
+        .registration(|ce, tables| keep(&INFER_CE, ce, tables))
+        .register()?;
+    ClassBuilder::new(MODEL_LOAD_EXCEPTION)
+        .extends((infer_exception_ce, "\\Displace\\Infer\\InferException"))
+        .registration(|ce, tables| keep(&MODEL_LOAD_CE, ce, tables))
+        .register()?;
+    ClassBuilder::new(INFERENCE_EXCEPTION)
+        .extends((infer_exception_ce, "\\Displace\\Infer\\InferException"))
+        .registration(|ce, tables| keep(&INFERENCE_CE, ce, tables))
+        .register()
+}
+
+fn keep(slot: &AtomicPtr<ClassEntry>, ce: &'static mut ClassEntry, tables: ArgInfoTables) {
+    slot.store(ce, Ordering::Release);
+    // The engine keeps pointers into the (empty) argument tables for the life
+    // of the process.
+    std::mem::forget(tables);
+}
+
+fn runtime_exception() -> &'static ClassEntry {
+    ClassEntry::try_find("RuntimeException").unwrap_or_else(ce::exception)
+}
+
+fn load(slot: &AtomicPtr<ClassEntry>) -> &'static ClassEntry {
+    let p = slot.load(Ordering::Acquire);
+    // SAFETY: only ever set from a `&'static mut ClassEntry` handed over by
+    // the engine at registration; class entries live until the process ends.
+    unsafe { p.as_ref() }.unwrap_or_else(runtime_exception)
+}
+
+fn infer_exception_ce() -> &'static ClassEntry {
+    load(&INFER_CE)
+}
+
+/// An `InferException` (the base class) with `message`.
+pub fn infer_exception(message: impl Into<String>) -> PhpException {
+    PhpException::new(message.into(), 0, load(&INFER_CE))
+}
+
+/// A `ModelLoadException` with `message`.
+pub fn model_load_exception(message: impl Into<String>) -> PhpException {
+    PhpException::new(message.into(), 0, load(&MODEL_LOAD_CE))
+}
+
+/// An `InferenceException` with `message`.
+pub fn inference_exception(message: impl Into<String>) -> PhpException {
+    PhpException::new(message.into(), 0, load(&INFERENCE_CE))
+}
+
+impl From<LoadError> for PhpException {
+    fn from(e: LoadError) -> Self {
+        model_load_exception(e.to_string())
+    }
+}
+
+impl From<InferenceError> for PhpException {
+    fn from(e: InferenceError) -> Self {
+        inference_exception(e.to_string())
+    }
+}
+
+/// The message of `new X()` on a class that only has factories.
+pub fn no_constructor(class: &str, factory: &str) -> PhpException {
+    infer_exception(format!(
+        "Displace\\Infer\\{class} cannot be created with new; use {factory}"
+    ))
+}

@@ -1,0 +1,115 @@
+//! `Displace\Infer\Model`: a loaded GGUF model.
+
+#![allow(non_snake_case)] // PHP parameter names are camelCase: `maxTokens: 64`.
+
+use std::path::Path;
+
+use ext_php_rs::flags::ClassFlags;
+use ext_php_rs::prelude::*;
+
+use super::convert::OptionsArg;
+use super::exceptions::no_constructor;
+use super::options::{apply_generate_options, load_params};
+use super::prompt::Prompt;
+use super::response::Response;
+use crate::engine::{self, GenerateParams, InferenceError};
+
+/// A GGUF model loaded in this process.
+#[php_class]
+#[php(name = "Displace\\Infer\\Model")]
+#[php(flags = ClassFlags::Final.union(ClassFlags::NotSerializable))]
+#[derive(Debug)]
+pub struct Model {
+    inner: Option<engine::Model>,
+}
+
+impl Model {
+    fn open(&self) -> Result<&engine::Model, InferenceError> {
+        self.inner.as_ref().ok_or(InferenceError::Closed)
+    }
+}
+
+/// The positional arguments and options of `chat()` / `raw()`, checked.
+fn generate_params(
+    maxTokens: i64,
+    nCtx: i64,
+    temperature: f64,
+    seed: i64,
+    options: OptionsArg<'_>,
+) -> Result<GenerateParams, InferenceError> {
+    let mut params = GenerateParams::new(maxTokens, nCtx, temperature, seed)?;
+    apply_generate_options(options, &mut params)?;
+    Ok(params)
+}
+
+#[php_impl]
+impl Model {
+    /// Models come from `Model::load()`.
+    pub fn __construct() -> PhpResult<Self> {
+        Err(no_constructor("Model", "Model::load()"))
+    }
+
+    /// Load a GGUF model. Options: `n_gpu_layers` (int >= 0, default 0),
+    /// `use_mmap` (bool, true), `use_mlock` (bool, false), `n_threads`
+    /// (int >= 1, default: the machine's cores).
+    #[php(defaults(options = OptionsArg::none()))]
+    pub fn load(path: String, options: OptionsArg<'_>) -> PhpResult<Self> {
+        let params = load_params(options)?;
+        let model = engine::Model::load(Path::new(&path), &params)?;
+        Ok(Self { inner: Some(model) })
+    }
+
+    /// Render `prompt` with the model's chat template and generate a reply.
+    #[php(defaults(maxTokens = 128, nCtx = 2048, temperature = 0.0, seed = 1234, options = OptionsArg::none()))]
+    pub fn chat(
+        &self,
+        prompt: &Prompt,
+        maxTokens: i64,
+        nCtx: i64,
+        temperature: f64,
+        seed: i64,
+        options: OptionsArg<'_>,
+    ) -> PhpResult<Response> {
+        let model = self.open()?;
+        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        Ok(model.chat(&prompt.messages, &params)?.into())
+    }
+
+    /// Complete `prompt` as plain text: no template, no reasoning split.
+    #[php(defaults(maxTokens = 128, nCtx = 2048, temperature = 0.0, seed = 1234, addBos = true, options = OptionsArg::none()))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn raw(
+        &self,
+        prompt: String,
+        maxTokens: i64,
+        nCtx: i64,
+        temperature: f64,
+        seed: i64,
+        addBos: bool,
+        options: OptionsArg<'_>,
+    ) -> PhpResult<String> {
+        let model = self.open()?;
+        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        Ok(model.raw(&prompt, addBos, &params)?.text)
+    }
+
+    /// Free the weights. Idempotent; later calls throw.
+    pub fn close(&mut self) {
+        self.inner = None;
+    }
+
+    /// How many tokens `text` encodes to (no BOS added).
+    pub fn count_tokens(&self, text: String) -> PhpResult<i64> {
+        Ok(self.open()?.count_tokens(&text) as i64)
+    }
+
+    /// The context length the model was trained for.
+    pub fn context_length(&self) -> PhpResult<i64> {
+        Ok(i64::from(self.open()?.context_length()))
+    }
+
+    /// The chat template stored in the GGUF, or null.
+    pub fn chat_template(&self) -> PhpResult<Option<String>> {
+        Ok(self.open()?.chat_template())
+    }
+}

@@ -1,0 +1,148 @@
+//! The `options` arrays of `Model::load()`, `chat()` and `raw()`: every key is
+//! known, every value has its type checked, and a mistake names the key.
+
+use ext_php_rs::types::Zval;
+
+use super::convert::{self, describe, OptionsArg};
+use crate::engine::{GenerateParams, InferenceError, LoadError, LoadParams};
+
+/// The keys `Model::load()` accepts.
+pub const LOAD_KEYS: &[&str] = &["n_gpu_layers", "use_mmap", "use_mlock", "n_threads"];
+
+/// The keys `chat()` and `raw()` accept.
+pub const GENERATE_KEYS: &[&str] = &["stop", "top_k", "top_p", "min_p", "repeat_penalty"];
+
+/// A problem with one option, before it is turned into the caller's error type.
+struct Problem {
+    key: String,
+    expected: String,
+}
+
+impl Problem {
+    fn new(key: &str, expected: impl Into<String>) -> Self {
+        Self {
+            key: key.to_owned(),
+            expected: expected.into(),
+        }
+    }
+
+    fn wrong(key: &str, what: &str, value: &Zval) -> Self {
+        Self::new(key, format!("must be {what}, got {}", describe(value)))
+    }
+
+    fn unknown(key: &str, known: &[&str]) -> Self {
+        Self::new(
+            key,
+            format!("is not a known option (known: {})", known.join(", ")),
+        )
+    }
+
+    fn integer_key(index: i64, known: &[&str]) -> Self {
+        Self {
+            key: index.to_string(),
+            expected: format!(
+                "is an integer key; options are an array keyed by name (known: {})",
+                known.join(", ")
+            ),
+        }
+    }
+}
+
+impl From<Problem> for LoadError {
+    fn from(p: Problem) -> Self {
+        LoadError::InvalidOption {
+            key: p.key,
+            expected: p.expected,
+        }
+    }
+}
+
+impl From<Problem> for InferenceError {
+    fn from(p: Problem) -> Self {
+        InferenceError::InvalidOption {
+            key: p.key,
+            expected: p.expected,
+        }
+    }
+}
+
+/// Read `Model::load()` options.
+pub fn load_params(options: OptionsArg<'_>) -> Result<LoadParams, LoadError> {
+    let mut params = LoadParams::default();
+    for (key, value) in options.entries(|i| Problem::integer_key(i, LOAD_KEYS))? {
+        match key.as_str() {
+            "n_gpu_layers" => {
+                params.n_gpu_layers = int_in(&key, value, 0, "an int >= 0")?;
+            }
+            "n_threads" => {
+                params.n_threads = int_in(&key, value, 1, "an int >= 1")?;
+            }
+            "use_mmap" => params.use_mmap = flag(&key, value)?,
+            "use_mlock" => params.use_mlock = flag(&key, value)?,
+            _ => return Err(Problem::unknown(&key, LOAD_KEYS).into()),
+        }
+    }
+    Ok(params)
+}
+
+/// Read `chat()` / `raw()` options into `params`.
+pub fn apply_generate_options(
+    options: OptionsArg<'_>,
+    params: &mut GenerateParams,
+) -> Result<(), InferenceError> {
+    for (key, value) in options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))? {
+        match key.as_str() {
+            "stop" => params.stop = stop_strings(&key, value)?,
+            "top_k" => {
+                params.top_k = int_in(&key, value, 0, "an int >= 0 (0 disables it)")?;
+            }
+            "top_p" => params.top_p = fraction(&key, value, false)?,
+            "min_p" => params.min_p = fraction(&key, value, true)?,
+            "repeat_penalty" => {
+                let what = "a finite float > 0 (1.0 disables it)";
+                let v = convert::finite_float(value)
+                    .filter(|v| *v > 0.0)
+                    .ok_or_else(|| Problem::wrong(&key, what, value))?;
+                params.repeat_penalty = v as f32;
+            }
+            _ => return Err(Problem::unknown(&key, GENERATE_KEYS).into()),
+        }
+    }
+    Ok(())
+}
+
+fn int_in<T: TryFrom<i64>>(key: &str, value: &Zval, min: i64, what: &str) -> Result<T, Problem> {
+    convert::int(value)
+        .filter(|v| *v >= min)
+        .and_then(|v| T::try_from(v).ok())
+        .ok_or_else(|| Problem::wrong(key, what, value))
+}
+
+fn flag(key: &str, value: &Zval) -> Result<bool, Problem> {
+    convert::bool(value).ok_or_else(|| Problem::wrong(key, "a bool", value))
+}
+
+/// A probability: (0, 1], or [0, 1] when zero is allowed.
+fn fraction(key: &str, value: &Zval, zero_ok: bool) -> Result<f32, Problem> {
+    let what = if zero_ok {
+        "a float between 0.0 and 1.0"
+    } else {
+        "a float greater than 0.0 and at most 1.0"
+    };
+    convert::finite_float(value)
+        .filter(|v| *v <= 1.0 && (*v > 0.0 || (zero_ok && *v == 0.0)))
+        .map(|v| v as f32)
+        .ok_or_else(|| Problem::wrong(key, what, value))
+}
+
+fn stop_strings(key: &str, value: &Zval) -> Result<Vec<String>, Problem> {
+    let what = "a list of non-empty strings";
+    let list = convert::string_list(value).ok_or_else(|| Problem::wrong(key, what, value))?;
+    if list.iter().any(String::is_empty) {
+        return Err(Problem::new(
+            key,
+            format!("must be {what}, got an empty string"),
+        ));
+    }
+    Ok(list)
+}

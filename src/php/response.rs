@@ -1,0 +1,88 @@
+//! `Displace\Infer\Response`: the result of `Model::chat()`.
+
+use ext_php_rs::flags::ClassFlags;
+use ext_php_rs::prelude::*;
+use ext_php_rs::types::Zval;
+
+use super::convert::json_to_zval;
+use super::exceptions::{inference_exception, no_constructor};
+use crate::engine::{reasoning, Generation};
+
+/// What `chat()` produced: the text, its answer and reasoning, and counts.
+#[php_class]
+#[php(name = "Displace\\Infer\\Response")]
+#[php(flags = ClassFlags::Final.union(ClassFlags::NotSerializable))]
+#[derive(Debug)]
+pub struct Response {
+    text: String,
+    answer: String,
+    reasoning: Option<String>,
+    finish_reason: &'static str,
+    tokens_generated: u32,
+    prompt_tokens: u32,
+}
+
+impl From<Generation> for Response {
+    fn from(g: Generation) -> Self {
+        let split = reasoning::split(&g.text);
+        Self {
+            answer: split.answer,
+            reasoning: split.reasoning,
+            text: g.text,
+            finish_reason: g.finish.as_str(),
+            tokens_generated: g.tokens_generated,
+            prompt_tokens: g.prompt_tokens,
+        }
+    }
+}
+
+#[php_impl]
+impl Response {
+    /// Responses come from `Model::chat()`.
+    pub fn __construct() -> PhpResult<Self> {
+        Err(no_constructor("Response", "Model::chat()"))
+    }
+
+    /// Everything generated, reasoning included.
+    pub fn text(&self) -> String {
+        self.text.clone()
+    }
+
+    /// The text without `<think>` blocks, leading whitespace trimmed.
+    pub fn answer(&self) -> String {
+        self.answer.clone()
+    }
+
+    /// The contents of the `<think>` blocks, or null when there were none.
+    pub fn reasoning(&self) -> Option<String> {
+        self.reasoning.clone()
+    }
+
+    /// Whether the model produced non-empty reasoning.
+    pub fn has_reasoning(&self) -> bool {
+        self.reasoning.as_deref().is_some_and(|r| !r.is_empty())
+    }
+
+    /// `'eos'`, `'length'` or `'stop'`.
+    pub fn finish_reason(&self) -> &'static str {
+        self.finish_reason
+    }
+
+    /// Tokens generated, the end-of-generation token excluded.
+    pub fn tokens_generated(&self) -> i64 {
+        i64::from(self.tokens_generated)
+    }
+
+    /// Tokens of the rendered prompt.
+    pub fn prompt_tokens(&self) -> i64 {
+        i64::from(self.prompt_tokens)
+    }
+
+    /// The answer decoded as JSON (objects as PHP arrays).
+    pub fn json(&self) -> PhpResult<Zval> {
+        let value: serde_json::Value = serde_json::from_str(&self.answer)
+            .map_err(|e| inference_exception(format!("answer is not valid JSON: {e}")))?;
+        json_to_zval(&value)
+            .map_err(|e| inference_exception(format!("answer is not valid JSON: {e}")))
+    }
+}
