@@ -93,27 +93,31 @@ pub fn run(
     let mut output = Output::new(&params.stop);
     let mut generated: u32 = 0;
     let mut piece = Vec::with_capacity(32);
+    // `pos` counts the tokens in the context: the prompt and every generated
+    // token. A sampled token is evaluated (at `pos - 1`) only when another one
+    // is to follow it.
+    let mut pending: Option<LlamaToken> = None;
     let finish = loop {
-        if generated >= params.max_tokens {
+        if generated >= params.max_tokens || pos as u32 >= n_ctx {
             break FinishReason::Length;
+        }
+        if let Some(token) = pending.take() {
+            batch.clear();
+            add(&mut batch, token, pos - 1, true)?;
+            decode(&mut ctx, &mut batch)?;
         }
         let token = sampler.sample(&ctx, batch.n_tokens() - 1);
         if vocab.is_eog(token) {
             break FinishReason::Eos;
         }
         generated += 1;
+        pos += 1;
         piece.clear();
         vocab.token_to_piece_into(token, &mut piece, false, None);
         if output.push(&piece) {
             break FinishReason::Stop;
         }
-        if generated >= params.max_tokens || pos as u32 >= n_ctx {
-            break FinishReason::Length;
-        }
-        batch.clear();
-        add(&mut batch, token, pos, true)?;
-        pos += 1;
-        decode(&mut ctx, &mut batch)?;
+        pending = Some(token);
     };
 
     Ok(Generation {

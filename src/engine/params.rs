@@ -87,7 +87,7 @@ impl GenerateParams {
             return Err(InferenceError::InvalidArgument {
                 name: "temperature",
                 expected: "a finite number >= 0",
-                got: temperature.to_string(),
+                got: php_float(temperature),
             });
         }
         Ok(Self {
@@ -115,6 +115,18 @@ fn positive_u32(name: &'static str, value: i64) -> InferenceResult<u32> {
     // Anything above u32 cannot fit any context llama.cpp can allocate; the
     // context check names the real limit, so saturate rather than fail here.
     Ok(u32::try_from(value).unwrap_or(u32::MAX))
+}
+
+/// A float written as PHP writes it: `NAN`, `INF`, `-INF`, else the shortest
+/// decimal that reads back the same.
+pub fn php_float(f: f64) -> String {
+    if f.is_nan() {
+        "NAN".to_owned()
+    } else if f.is_infinite() {
+        if f > 0.0 { "INF" } else { "-INF" }.to_owned()
+    } else {
+        f.to_string()
+    }
 }
 
 /// Map any PHP integer to a sampler seed. llama.cpp treats 0xFFFFFFFF as "pick

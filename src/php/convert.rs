@@ -5,6 +5,8 @@ use ext_php_rs::convert::{FromZval, StubLiteral};
 use ext_php_rs::flags::DataType;
 use ext_php_rs::types::{ArrayKey, ZendHashTable, Zval};
 
+use crate::engine::params::php_float;
+
 /// An `array $options = []` parameter. Holds `None` when the caller left it out.
 #[derive(Debug, Clone, Copy)]
 pub struct OptionsArg<'a>(Option<&'a ZendHashTable>);
@@ -70,7 +72,7 @@ pub fn describe(value: &Zval) -> String {
     let value = value.dereference();
     match value.get_type() {
         DataType::Long => format!("int {}", value.long().unwrap_or_default()),
-        DataType::Double => format!("float {}", value.double().unwrap_or_default()),
+        DataType::Double => format!("float {}", php_float(value.double().unwrap_or_default())),
         _ => type_name(value).to_owned(),
     }
 }

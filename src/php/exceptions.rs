@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use ext_php_rs::args::ArgInfoTables;
 use ext_php_rs::builders::ClassBuilder;
 use ext_php_rs::exception::PhpException;
+use ext_php_rs::ffi::{ext_php_rs_compiler_globals, zend_hash_str_find_ptr_lc};
 use ext_php_rs::zend::{ce, ClassEntry};
 
 use crate::engine::{InferenceError, LoadError};
@@ -45,8 +46,22 @@ fn keep(slot: &AtomicPtr<ClassEntry>, ce: &'static mut ClassEntry, tables: ArgIn
     std::mem::forget(tables);
 }
 
+/// `\RuntimeException`, looked up in the compiler's class table: during MINIT
+/// the executor's table (which `ClassEntry::try_find` reads) is not set yet.
 fn runtime_exception() -> &'static ClassEntry {
-    ClassEntry::try_find("RuntimeException").unwrap_or_else(ce::exception)
+    const NAME: &str = "runtimeexception";
+    // SAFETY: the compiler globals exist for the life of the engine; the
+    // class table is its live table and the name is valid for its length.
+    // Class entries found there live as long as the process.
+    let Some(globals) = (unsafe { ext_php_rs_compiler_globals().as_ref() }) else {
+        return ce::exception();
+    };
+    let table = globals.class_table;
+    if table.is_null() {
+        return ce::exception();
+    }
+    let found = unsafe { zend_hash_str_find_ptr_lc(table, NAME.as_ptr().cast(), NAME.len()) };
+    unsafe { found.cast::<ClassEntry>().as_ref() }.unwrap_or_else(ce::exception)
 }
 
 fn load(slot: &AtomicPtr<ClassEntry>) -> &'static ClassEntry {

@@ -1,0 +1,154 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Displace\Infer\Tests;
+
+use Displace\Infer\InferenceException;
+use Displace\Infer\Prompt;
+
+/** Sampling, seeds, the generation options and finish reasons. */
+final class GenerationTest extends InferTestCase
+{
+    private static function funFact(float $temperature = 0.0, int $seed = 1234, array $options = []): string
+    {
+        return self::model()->chat(Prompt::user('Tell me a fun fact.'), maxTokens: 20, temperature: $temperature, seed: $seed, options: $options)->text();
+    }
+
+    public function testGreedyIsDeterministic(): void
+    {
+        $this->assertSame(self::funFact(), self::funFact());
+    }
+
+    public function testSeedDoesNotMatterAtTemperatureZero(): void
+    {
+        $this->assertSame(self::funFact(seed: 1), self::funFact(seed: 99));
+    }
+
+    public function testSameSeedGivesTheSameSample(): void
+    {
+        $this->assertSame(self::funFact(1.0, 7), self::funFact(1.0, 7));
+        $this->assertSame(self::funFact(1.0, -3), self::funFact(1.0, -3));
+    }
+
+    public function testDifferentSeedsGiveDifferentSamples(): void
+    {
+        $samples = array_map(fn (int $seed) => self::funFact(1.0, $seed), [1, 2, 3, 4]);
+        $this->assertGreaterThan(1, count(array_unique($samples)), implode("\n", $samples));
+        $this->assertNotContains(self::funFact(), $samples, 'sampling at temperature 1 is not greedy');
+    }
+
+    /** @return array<string, array{array<string, mixed>}> */
+    public static function greedyFilters(): array
+    {
+        return [
+            'top_k 1' => [['top_k' => 1]],
+            'tiny top_p' => [['top_p' => 0.0001]],
+            'min_p 1.0' => [['min_p' => 1.0]],
+        ];
+    }
+
+    /**
+     * A filter that keeps only the most likely token makes sampling greedy,
+     * which shows the filter is applied.
+     *
+     * @dataProvider greedyFilters
+     */
+    public function testFiltersAreAppliedWhenSampling(array $options): void
+    {
+        $this->assertSame(self::funFact(), self::funFact(1.0, 5, $options));
+    }
+
+    public function testFiltersAreIgnoredAtTemperatureZero(): void
+    {
+        $this->assertSame(self::funFact(), self::funFact(0.0, 1, ['top_k' => 3, 'top_p' => 0.5, 'min_p' => 0.2]));
+    }
+
+    public function testTopKZeroDisablesIt(): void
+    {
+        $this->assertSame(self::funFact(1.0, 11, ['top_k' => 0]), self::funFact(1.0, 11, ['top_k' => 0]));
+    }
+
+    public function testRepeatPenaltyChangesGreedyOutput(): void
+    {
+        $prompt = Prompt::system('Reply with JSON only.')->withUser('Tom is 3.')
+            ->withAssistant('{"name": "Tom", "age": 3}')->withUser('Ann is 7.');
+        $plain = self::model()->chat($prompt, maxTokens: 30)->text();
+        $this->assertSame($plain, self::model()->chat($prompt, maxTokens: 30, options: ['repeat_penalty' => 1.0])->text());
+        $this->assertNotSame($plain, self::model()->chat($prompt, maxTokens: 30, options: ['repeat_penalty' => 1.5])->text());
+    }
+
+    public function testStopStringEndsGenerationAndIsLeftOut(): void
+    {
+        $this->assertSame(' 7, 8, 9, 10, 11, 12', self::model()->raw('1, 2, 3, 4, 5, 6,', maxTokens: 20));
+        $this->assertSame(' 7, 8,', self::model()->raw('1, 2, 3, 4, 5, 6,', maxTokens: 20, options: ['stop' => [' 9']]));
+        $r = self::model()->chat(Prompt::user('List the days of the week, separated by commas.'), maxTokens: 40, options: ['stop' => ['Thursday', 'zzz']]);
+        $this->assertSame('stop', $r->finishReason());
+        $this->assertStringNotContainsString('Thursday', $r->text());
+        $this->assertStringEndsWith('Tuesday, Wednesday, ', $r->text());
+    }
+
+    public function testEarliestStopStringWins(): void
+    {
+        $this->assertSame(' 7, ', self::model()->raw('1, 2, 3, 4, 5, 6,', maxTokens: 20, options: ['stop' => ['9', '8']]));
+    }
+
+    public function testStopStringThatNeverOccursChangesNothing(): void
+    {
+        $r = self::model()->chat(Prompt::user('Say hello.'), maxTokens: 30, options: ['stop' => ['@@@']]);
+        $this->assertSame(self::model()->chat(Prompt::user('Say hello.'), maxTokens: 30)->text(), $r->text());
+        $this->assertNotSame('stop', $r->finishReason());
+    }
+
+    public function testFinishReasonEos(): void
+    {
+        $r = self::model()->chat(Prompt::user('What is the capital of France?'), maxTokens: 64);
+        $this->assertSame('eos', $r->finishReason());
+        $this->assertLessThan(64, $r->tokensGenerated());
+    }
+
+    public function testFinishReasonLength(): void
+    {
+        $r = self::model()->chat(Prompt::user('Write a long story about a dragon.'), maxTokens: 5);
+        $this->assertSame('length', $r->finishReason());
+        $this->assertSame(5, $r->tokensGenerated());
+    }
+
+    /** @return array<string, array{array<mixed>, string}> */
+    public static function invalidOptions(): array
+    {
+        return [
+            'unknown key' => [['temperatur' => 1], 'option "temperatur" is not a known option (known: stop, top_k, top_p, min_p, repeat_penalty)'],
+            'load key' => [['n_threads' => 2], 'option "n_threads" is not a known option'],
+            'integer key' => [['x'], 'option "0" is an integer key; options are an array keyed by name'],
+            'stop string' => [['stop' => 'END'], 'option "stop" must be a list of non-empty strings, got string'],
+            'stop with an int' => [['stop' => ['a', 3]], 'option "stop" must be a list of non-empty strings, got array'],
+            'stop with keys' => [['stop' => ['k' => 'v']], 'option "stop" must be a list of non-empty strings, got array'],
+            'stop with an empty string' => [['stop' => ['']], 'option "stop" must be a list of non-empty strings, got an empty string'],
+            'top_k negative' => [['top_k' => -1], 'option "top_k" must be an int >= 0 (0 disables it), got int -1'],
+            'top_k float' => [['top_k' => 4.0], 'option "top_k" must be an int >= 0 (0 disables it), got float 4'],
+            'top_k too big' => [['top_k' => PHP_INT_MAX], 'option "top_k" must be an int >= 0 (0 disables it), got int'],
+            'top_p zero' => [['top_p' => 0.0], 'option "top_p" must be a float greater than 0.0 and at most 1.0, got float 0'],
+            'top_p above one' => [['top_p' => 1.5], 'option "top_p" must be a float greater than 0.0 and at most 1.0, got float 1.5'],
+            'top_p NaN' => [['top_p' => NAN], 'option "top_p" must be a float greater than 0.0 and at most 1.0, got float NAN'],
+            'top_p string' => [['top_p' => '0.9'], 'option "top_p" must be a float greater than 0.0 and at most 1.0, got string'],
+            'min_p negative' => [['min_p' => -0.1], 'option "min_p" must be a float between 0.0 and 1.0, got float -0.1'],
+            'min_p INF' => [['min_p' => INF], 'option "min_p" must be a float between 0.0 and 1.0, got float INF'],
+            'repeat_penalty zero' => [['repeat_penalty' => 0], 'option "repeat_penalty" must be a finite float > 0 (1.0 disables it), got int 0'],
+            'repeat_penalty bool' => [['repeat_penalty' => true], 'option "repeat_penalty" must be a finite float > 0 (1.0 disables it), got bool'],
+        ];
+    }
+
+    /** @dataProvider invalidOptions */
+    public function testInvalidOptionsThrowNamingTheKey(array $options, string $message): void
+    {
+        $p = Prompt::user('hi');
+        $this->assertThrows(InferenceException::class, $message, fn () => self::model()->chat($p, options: $options));
+        $this->assertThrows(InferenceException::class, $message, fn () => self::model()->raw('hi', options: $options));
+    }
+
+    public function testIntegerValuesAreAcceptedForFloatOptions(): void
+    {
+        $this->assertSame(self::funFact(), self::funFact(0.0, 1, ['top_p' => 1, 'min_p' => 0, 'repeat_penalty' => 1]));
+    }
+}
