@@ -9,7 +9,7 @@ export INFER_MODEL
 EXT := $(CURDIR)/target/release/libinfer.so
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model test-rust test-php lint install clean
+.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance
 
 demo: build model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -25,7 +25,7 @@ build: deps
 model:
 	@bash scripts/fetch-model.sh $(MODEL_FILE)
 
-test-rust: deps
+test-rust: deps model
 	cargo test --release --no-default-features
 
 test-php: build model
@@ -35,6 +35,17 @@ lint:
 	cargo fmt --check
 	cargo clippy --release --all-targets -- -D warnings
 	cargo clippy --release --no-default-features --all-targets -- -D warnings
+
+# Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
+MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
+
+bench: bench-schema bench-compliance
+
+bench-schema: deps model
+	cargo run --release --no-default-features --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
+
+bench-compliance: deps model
+	cargo run --release --no-default-features --example compliance -- $(MASKBENCH) $(INFER_MODEL)
 
 # Copy the extension into PHP's extension directory and enable it.
 install: build

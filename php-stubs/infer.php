@@ -176,6 +176,35 @@ final class Message
 }
 
 /**
+ * The JSON Schema converter and the GBNF checker.
+ */
+final class Grammar
+{
+    /**
+     * Grammar has only static methods.
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /**
+     * The GBNF grammar the converter builds for a JSON Schema. Its start rule is `root`.
+     *
+     * @param array|string|object $schema the schema as a PHP array (or object from json_decode()), or as JSON text
+     * @throws InferException naming the keyword and the JSON pointer when the schema cannot be enforced exactly
+     */
+    public static function fromSchema(mixed $schema): string {}
+
+    /**
+     * Check a GBNF grammar without loading a model.
+     *
+     * @throws InferException with the line and column when the grammar does not parse, has no `root` rule,
+     *         refers to an undefined rule, is left-recursive or can match nothing
+     */
+    public static function check(string $gbnf): void {}
+}
+
+/**
  * The result of Model::chat().
  */
 final class Response

@@ -3,6 +3,8 @@
 //! binding, compiled only with the `php` feature (on by default).
 
 pub mod engine;
+pub mod grammar;
+pub mod schema;
 
 #[cfg(feature = "php")]
 mod php;

@@ -48,6 +48,7 @@ final class StubsTest extends InferTestCase
     {
         $this->assertSame(
             [
+                'Displace\\Infer\\Grammar',
                 'Displace\\Infer\\InferException',
                 'Displace\\Infer\\InferenceException',
                 'Displace\\Infer\\Message',

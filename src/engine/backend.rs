@@ -103,3 +103,47 @@ pub fn take_diagnostics() -> Option<String> {
         .ok()
         .flatten()
 }
+
+/// Run `f` with the process's stderr (fd 2) redirected into an anonymous
+/// file, and return what was written there. llama.cpp's grammar parser
+/// reports errors with `fprintf(stderr, …)`, which the log callback never
+/// sees. PHP runs requests on one thread (NTS builds), so nothing else writes
+/// to stderr meanwhile. Without an anonymous file, `f` runs unredirected.
+pub fn capture_stderr<T>(f: impl FnOnce() -> T) -> (T, String) {
+    // SAFETY: plain POSIX calls on descriptors this function owns; fd 2 is
+    // restored before returning.
+    unsafe {
+        let name = c"infer-stderr";
+        let sink = libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC);
+        if sink < 0 {
+            return (f(), String::new());
+        }
+        let saved = libc::dup(2);
+        if saved < 0 || libc::dup2(sink, 2) < 0 {
+            libc::close(sink);
+            if saved >= 0 {
+                libc::close(saved);
+            }
+            return (f(), String::new());
+        }
+        let result = f();
+        libc::dup2(saved, 2);
+        libc::close(saved);
+        let mut text = Vec::new();
+        let size = libc::lseek(sink, 0, libc::SEEK_END);
+        if size > 0 {
+            let keep = size.min(64 * 1024) as usize;
+            text.resize(keep, 0);
+            let read = libc::pread(sink, text.as_mut_ptr().cast(), keep, 0);
+            text.truncate(read.max(0) as usize);
+        }
+        libc::close(sink);
+        (result, String::from_utf8_lossy(&text).trim().to_owned())
+    }
+}
+
+/// The first non-empty line of `text`, at most 300 characters.
+pub fn first_line(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.chars().take(300).collect())
+}

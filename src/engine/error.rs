@@ -63,6 +63,14 @@ pub enum InferenceError {
     ContextFailed { n_ctx: u32, detail: String },
     #[error("decoding failed: {detail}")]
     DecodeFailed { detail: String },
+    #[error("llama.cpp rejected the grammar: {detail}")]
+    GrammarRejected { detail: String },
+    #[error(
+        "the grammar allows no token at this point of the output (a rule that can never complete)"
+    )]
+    GrammarDeadEnd,
+    #[error("{0}")]
+    InvalidConstraint(String),
     #[error("answer is not valid JSON: {detail}")]
     NotJson { detail: String },
 }

@@ -9,12 +9,14 @@ use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
-use super::backend::{clear_diagnostics, take_diagnostics};
+use super::backend::{capture_stderr, clear_diagnostics, first_line, take_diagnostics};
 use super::error::{InferenceError, InferenceResult};
 use super::output::Output;
-use super::params::{GenerateParams, REPEAT_LAST_N};
+use super::params::{Constraint, GenerateParams, REPEAT_LAST_N};
 
 /// Largest number of prompt tokens evaluated in one llama.cpp batch.
 const MAX_BATCH: u32 = 512;
@@ -72,7 +74,7 @@ pub fn run(
             n_ctx,
         });
     }
-    let mut sampler = sampler_chain(model, params);
+    let mut sampler = Sampler::new(model, params)?;
     let mut ctx = new_context(backend, model, n_threads, n_ctx)?;
     let n_batch = n_ctx.min(MAX_BATCH) as usize;
     let mut batch = LlamaBatch::new(n_batch, 1);
@@ -106,7 +108,7 @@ pub fn run(
             add(&mut batch, token, pos - 1, true)?;
             decode(&mut ctx, &mut batch)?;
         }
-        let token = sampler.sample(&ctx, batch.n_tokens() - 1);
+        let token = sampler.sample(&ctx, batch.n_tokens() - 1)?;
         if vocab.is_eog(token) {
             break FinishReason::Eos;
         }
@@ -149,6 +151,69 @@ fn new_context<'m>(
             n_ctx,
             detail: take_diagnostics().unwrap_or_else(|| e.to_string()),
         })
+}
+
+/// The grammar (if any) and the sampler chain. The grammar masks the
+/// candidates first, so every token sampled keeps the output inside it.
+struct Sampler {
+    grammar: Option<LlamaSampler>,
+    chain: LlamaSampler,
+    candidates: Vec<LlamaTokenData>,
+}
+
+impl Sampler {
+    fn new(model: &LlamaModel, params: &GenerateParams) -> InferenceResult<Self> {
+        let grammar = match &params.constraint {
+            None => None,
+            Some(Constraint::Grammar(gbnf)) => {
+                clear_diagnostics();
+                let (g, printed) = capture_stderr(|| LlamaSampler::grammar(model, gbnf, "root"));
+                let g = g.map_err(|e| InferenceError::GrammarRejected {
+                    detail: first_line(&printed)
+                        .or_else(take_diagnostics)
+                        .unwrap_or_else(|| e.to_string()),
+                })?;
+                Some(g)
+            }
+        };
+        Ok(Self {
+            grammar,
+            chain: sampler_chain(model, params),
+            candidates: Vec::new(),
+        })
+    }
+
+    /// Pick the next token from the logits of batch position `idx`, and let
+    /// every sampler see it.
+    fn sample(&mut self, ctx: &LlamaContext<'_>, idx: i32) -> InferenceResult<LlamaToken> {
+        let mut data = std::mem::take(&mut self.candidates);
+        data.clear();
+        data.extend(
+            ctx.get_logits_ith(idx)
+                .iter()
+                .enumerate()
+                .map(|(i, &logit)| LlamaTokenData::new(LlamaToken(i as i32), logit, 0.0)),
+        );
+        let mut array = LlamaTokenDataArray::new(data, false);
+        if let Some(grammar) = &mut self.grammar {
+            grammar.apply(&mut array);
+            if !array.data.iter().any(|t| t.logit().is_finite()) {
+                return Err(InferenceError::GrammarDeadEnd);
+            }
+        }
+        self.chain.apply(&mut array);
+        let token = array
+            .selected_token()
+            .ok_or(InferenceError::GrammarDeadEnd)?;
+        self.candidates = array.data;
+        if let Some(grammar) = &mut self.grammar {
+            grammar
+                .try_accept(token)
+                .map_err(|_| InferenceError::GrammarDeadEnd)?;
+        }
+        self.chain.accept(token);
+        Ok(token)
+    }
 }
 
 /// The sampler chain, in llama.cpp's usual order: penalties, then the

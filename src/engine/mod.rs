@@ -7,6 +7,7 @@ pub mod generate;
 pub mod model;
 pub mod output;
 pub mod params;
+pub mod probe;
 pub mod reasoning;
 
 pub use chat::{Message, Role};

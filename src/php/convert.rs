@@ -133,6 +133,147 @@ pub fn string_list(value: &Zval) -> Option<Vec<String>> {
     Some(out)
 }
 
+/// Deepest nesting of PHP arrays/objects (or JSON text) read as a schema.
+pub const SCHEMA_MAX_DEPTH: usize = 128;
+
+/// A `schema` argument: a PHP array (or object), or JSON text.
+pub fn schema_value(value: &Zval) -> Result<serde_json::Value, String> {
+    let value = value.dereference();
+    if value.is_string() {
+        let Some(text) = value.str() else {
+            return Err("schema is not valid UTF-8".to_owned());
+        };
+        return serde_json::from_str(text).map_err(|e| format!("schema is not valid JSON: {e}"));
+    }
+    if value.is_array() || value.is_object() {
+        let mut path = String::new();
+        return zval_to_json(value, 0, &mut path);
+    }
+    Err(format!(
+        "schema must be an array or a JSON string, got {}",
+        type_name(value)
+    ))
+}
+
+/// A PHP value as JSON: lists become arrays, other arrays and objects become
+/// objects. NAN/INF, resources, invalid UTF-8 and nesting deeper than
+/// [`SCHEMA_MAX_DEPTH`] (recursive arrays included) are errors naming the path.
+fn zval_to_json(
+    value: &Zval,
+    depth: usize,
+    path: &mut String,
+) -> Result<serde_json::Value, String> {
+    use serde_json::Value;
+    let value = value.dereference();
+    let at = |path: &str| {
+        if path.is_empty() {
+            "/".to_owned()
+        } else {
+            path.to_owned()
+        }
+    };
+    if depth > SCHEMA_MAX_DEPTH {
+        return Err(format!(
+            "schema nesting is deeper than {SCHEMA_MAX_DEPTH} levels at {}",
+            at(path)
+        ));
+    }
+    Ok(match value.get_type() {
+        DataType::Null => Value::Null,
+        DataType::False | DataType::True | DataType::Bool => {
+            Value::Bool(value.bool().unwrap_or(false))
+        }
+        DataType::Long => Value::from(value.long().unwrap_or_default()),
+        DataType::Double => {
+            let f = value.double().unwrap_or(f64::NAN);
+            Value::Number(serde_json::Number::from_f64(f).ok_or_else(|| {
+                format!(
+                    "schema holds {} at {}, which JSON cannot represent",
+                    php_float(f),
+                    at(path)
+                )
+            })?)
+        }
+        DataType::String => Value::String(
+            value
+                .str()
+                .ok_or_else(|| {
+                    format!(
+                        "schema holds a string that is not valid UTF-8 at {}",
+                        at(path)
+                    )
+                })?
+                .to_owned(),
+        ),
+        DataType::Array => {
+            let table = value
+                .array()
+                .ok_or_else(|| format!("unreadable array at {}", at(path)))?;
+            table_to_json(table, depth, path)?
+        }
+        DataType::Object(_) => {
+            let object = value
+                .object()
+                .ok_or_else(|| format!("unreadable object at {}", at(path)))?;
+            let table = object
+                .get_properties()
+                .map_err(|_| format!("object without properties at {}", at(path)))?;
+            let mut v = table_to_json(table, depth, path)?;
+            if let Value::Array(items) = &v {
+                if items.is_empty() {
+                    v = Value::Object(serde_json::Map::new());
+                }
+            }
+            v
+        }
+        _ => {
+            return Err(format!(
+                "schema holds a {} at {}, which JSON cannot represent",
+                type_name(value),
+                at(path)
+            ))
+        }
+    })
+}
+
+fn table_to_json(
+    table: &ZendHashTable,
+    depth: usize,
+    path: &mut String,
+) -> Result<serde_json::Value, String> {
+    use serde_json::Value;
+    let is_list = table
+        .iter()
+        .enumerate()
+        .all(|(i, (k, _))| matches!(k, ArrayKey::Long(n) if n == i as i64));
+    let mut list = Vec::new();
+    let mut map = serde_json::Map::new();
+    for (key, item) in table.iter() {
+        let key = match key {
+            ArrayKey::Long(i) => i.to_string(),
+            ArrayKey::String(s) => s,
+            ArrayKey::Str(s) => s.to_owned(),
+            other => other.to_string(),
+        };
+        let len = path.len();
+        path.push('/');
+        path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        let v = zval_to_json(item, depth + 1, path);
+        path.truncate(len);
+        let v = v?;
+        if is_list {
+            list.push(v);
+        } else {
+            map.insert(key, v);
+        }
+    }
+    Ok(if is_list {
+        Value::Array(list)
+    } else {
+        Value::Object(map)
+    })
+}
+
 /// Largest nesting of arrays and objects `json_to_zval` builds (PHP's own
 /// `json_decode` default depth).
 const JSON_MAX_DEPTH: usize = 512;

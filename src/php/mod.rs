@@ -3,6 +3,7 @@
 
 mod convert;
 mod exceptions;
+mod grammar;
 mod message;
 mod model;
 mod options;
@@ -39,4 +40,5 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<prompt::Prompt>()
         .class::<response::Response>()
         .class::<model::Model>()
+        .class::<grammar::Grammar>()
 }

@@ -4,13 +4,29 @@
 use ext_php_rs::types::Zval;
 
 use super::convert::{self, describe, OptionsArg};
+use crate::engine::params::Constraint;
 use crate::engine::{GenerateParams, InferenceError, LoadError, LoadParams};
+use crate::grammar::check as grammar;
+
+/// The GBNF for a `schema` argument (array or JSON text), or the message.
+pub fn schema_grammar(value: &Zval) -> Result<String, String> {
+    let schema = convert::schema_value(value)?;
+    crate::schema::to_gbnf(&schema).map_err(|e| e.to_string())
+}
 
 /// The keys `Model::load()` accepts.
 pub const LOAD_KEYS: &[&str] = &["n_gpu_layers", "use_mmap", "use_mlock", "n_threads"];
 
 /// The keys `chat()` and `raw()` accept.
-pub const GENERATE_KEYS: &[&str] = &["stop", "top_k", "top_p", "min_p", "repeat_penalty"];
+pub const GENERATE_KEYS: &[&str] = &[
+    "schema",
+    "grammar",
+    "stop",
+    "top_k",
+    "top_p",
+    "min_p",
+    "repeat_penalty",
+];
 
 /// A problem with one option, before it is turned into the caller's error type.
 struct Problem {
@@ -90,8 +106,27 @@ pub fn apply_generate_options(
     options: OptionsArg<'_>,
     params: &mut GenerateParams,
 ) -> Result<(), InferenceError> {
-    for (key, value) in options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))? {
+    let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
+    if entries.iter().any(|(k, _)| k == "schema") && entries.iter().any(|(k, _)| k == "grammar") {
+        return Err(InferenceError::InvalidConstraint(
+            "options \"schema\" and \"grammar\" are mutually exclusive: pass one of them"
+                .to_owned(),
+        ));
+    }
+    for (key, value) in entries {
         match key.as_str() {
+            "schema" => {
+                let gbnf = schema_grammar(value).map_err(InferenceError::InvalidConstraint)?;
+                params.constraint = Some(Constraint::Grammar(gbnf));
+            }
+            "grammar" => {
+                let text = convert::string(value)
+                    .ok_or_else(|| Problem::wrong(&key, "a GBNF string", value))?;
+                grammar::check(&text).map_err(|e| {
+                    InferenceError::InvalidConstraint(format!("invalid grammar: {e}"))
+                })?;
+                params.constraint = Some(Constraint::Grammar(text));
+            }
             "stop" => params.stop = stop_strings(&key, value)?,
             "top_k" => {
                 params.top_k = int_in(&key, value, 0, "an int >= 0 (0 disables it)")?;

@@ -1,0 +1,215 @@
+//! Compliance with a real model: generate with SmolLM2 at temperature 1.0
+//! under several seeds for a corpus of schemas (hand-written ones covering
+//! every supported keyword, plus a deterministic sample of the accepted
+//! schemas of maskbench-visible.jsonl), and validate every output that
+//! finished with 'eos' with an independent JSON Schema validator (the
+//! `jsonschema` crate, formats asserted).
+//!
+//! Run: `make bench-compliance` (or `cargo run --release --no-default-features
+//! --example compliance -- [DATA] [MODEL] [--sample N] [--seeds N]`).
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::time::Instant;
+
+use infer::engine::params::Constraint;
+use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
+use infer::schema;
+use serde_json::{json, Value};
+
+fn hand_written() -> Vec<(String, Value)> {
+    let list = vec![
+        (
+            "spec extraction",
+            json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "city": {"type": "string"}}}),
+        ),
+        ("enum", json!({"enum": ["red", "green", "blue"]})),
+        ("const", json!({"const": {"version": 2}})),
+        ("type list", json!({"type": ["integer", "null"]})),
+        ("boolean schema", json!(true)),
+        (
+            "integer range",
+            json!({"type": "integer", "minimum": 18, "maximum": 65}),
+        ),
+        (
+            "exclusive number range",
+            json!({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}),
+        ),
+        (
+            "negative range",
+            json!({"type": "number", "minimum": -90, "maximum": 90}),
+        ),
+        (
+            "string lengths",
+            json!({"type": "string", "minLength": 3, "maxLength": 8}),
+        ),
+        (
+            "pattern",
+            json!({"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"}),
+        ),
+        (
+            "unanchored pattern",
+            json!({"type": "string", "pattern": "@"}),
+        ),
+        ("date", json!({"type": "string", "format": "date"})),
+        ("time", json!({"type": "string", "format": "time"})),
+        (
+            "date-time",
+            json!({"type": "string", "format": "date-time"}),
+        ),
+        ("duration", json!({"type": "string", "format": "duration"})),
+        ("uuid", json!({"type": "string", "format": "uuid"})),
+        ("email", json!({"type": "string", "format": "email"})),
+        ("hostname", json!({"type": "string", "format": "hostname"})),
+        ("ipv4", json!({"type": "string", "format": "ipv4"})),
+        ("ipv6", json!({"type": "string", "format": "ipv6"})),
+        ("uri", json!({"type": "string", "format": "uri"})),
+        (
+            "optional properties",
+            json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}, "c": {"type": "boolean"}}, "required": ["b"]}),
+        ),
+        (
+            "additionalProperties",
+            json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"], "additionalProperties": {"type": "string", "maxLength": 5}}),
+        ),
+        (
+            "property counts",
+            json!({"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}, "z": {"type": "integer"}}, "required": [], "minProperties": 1, "maxProperties": 2}),
+        ),
+        (
+            "array counts",
+            json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "minItems": 2, "maxItems": 4}),
+        ),
+        (
+            "prefixItems",
+            json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}], "items": false, "minItems": 2}),
+        ),
+        (
+            "anyOf",
+            json!({"anyOf": [{"type": "string", "maxLength": 4}, {"type": "integer"}]}),
+        ),
+        (
+            "oneOf",
+            json!({"oneOf": [
+                {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number", "minimum": 0}}},
+                {"type": "object", "properties": {"kind": {"const": "square"}, "side": {"type": "number", "minimum": 0}}}
+            ]}),
+        ),
+        (
+            "allOf",
+            json!({"allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": true},
+                {"properties": {"a": {"maximum": 3}, "b": {"type": "string"}}, "required": ["b"], "additionalProperties": true}
+            ]}),
+        ),
+        (
+            "recursive $ref",
+            json!({"$defs": {"tree": {"type": "object", "properties": {"value": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/tree"}, "maxItems": 2}}, "required": ["value"]}}, "$ref": "#/$defs/tree"}),
+        ),
+        (
+            "definitions $ref",
+            json!({"definitions": {"point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}}}, "type": "array", "items": {"$ref": "#/definitions/point"}, "maxItems": 3}),
+        ),
+        (
+            "nested object",
+            json!({"type": "object", "properties": {"user": {"type": "object", "properties": {"email": {"type": "string", "format": "email"}, "tags": {"type": "array", "items": {"type": "string", "maxLength": 10}, "maxItems": 3}}}}}),
+        ),
+    ];
+    list.into_iter().map(|(n, s)| (n.to_owned(), s)).collect()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut positional = args.iter().filter(|a| !a.starts_with("--"));
+    let data = positional
+        .next()
+        .cloned()
+        .unwrap_or_else(|| "../shared/data/maskbench-visible.jsonl".to_owned());
+    let model_path = positional
+        .next()
+        .cloned()
+        .unwrap_or_else(|| "models/SmolLM2-135M-Instruct.Q4_1.gguf".to_owned());
+    let flag = |name: &str, default: usize| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(default)
+    };
+    let sample = flag("--sample", 30);
+    let seeds = flag("--seeds", 3) as i64;
+
+    let mut corpus = hand_written();
+    corpus.extend(sample_from(&data, sample)?);
+    let model = Model::load(Path::new(&model_path), &LoadParams::default())?;
+    let started = Instant::now();
+    let (mut runs, mut eos, mut valid, mut length) = (0, 0, 0, 0);
+    let mut invalid = Vec::new();
+    for (name, schema_value) in &corpus {
+        let gbnf = schema::to_gbnf(schema_value)?;
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(schema_value)?;
+        for seed in 1..=seeds {
+            let mut params = GenerateParams::new(256, 2048, 1.0, seed)?;
+            params.constraint = Some(Constraint::Grammar(gbnf.clone()));
+            let prompt = [
+                Message::new(Role::System, "Output one JSON value only."),
+                Message::new(Role::User, format!("Give an example of a {name}.")),
+            ];
+            let out = model.chat(&prompt, &params)?;
+            runs += 1;
+            match out.finish {
+                FinishReason::Eos => {
+                    eos += 1;
+                    match serde_json::from_str::<Value>(&out.text) {
+                        Ok(v) if validator.is_valid(&v) => valid += 1,
+                        _ => invalid.push(format!("{name} (seed {seed}): {}", out.text)),
+                    }
+                }
+                _ => length += 1,
+            }
+        }
+    }
+    println!("## Compliance with SmolLM2-135M at temperature 1.0\n");
+    println!("| figure | value |\n|---|---|");
+    println!(
+        "| schemas | {} ({} hand-written, {} sampled from the data file) |",
+        corpus.len(),
+        hand_written().len(),
+        corpus.len() - hand_written().len()
+    );
+    println!("| runs (schemas × seeds) | {runs} |");
+    println!("| finished with 'eos' | {eos} |");
+    println!("| cut by maxTokens 256 ('length') | {length} |");
+    println!(
+        "| 'eos' outputs valid per the `jsonschema` crate | {valid} of {eos} ({:.1}%) |",
+        100.0 * valid as f64 / eos.max(1) as f64
+    );
+    println!("| wall time | {:.1} s |", started.elapsed().as_secs_f64());
+    for i in &invalid {
+        println!("- invalid: `{i}`");
+    }
+    Ok(())
+}
+
+/// Every k-th schema the converter accepts, `n` in all.
+fn sample_from(path: &str, n: usize) -> Result<Vec<(String, Value)>, Box<dyn std::error::Error>> {
+    let mut accepted = Vec::new();
+    for line in BufReader::new(std::fs::File::open(path)?).lines() {
+        let entry: Value = serde_json::from_str(&line?)?;
+        let Some(s) = entry.get("schema") else {
+            continue;
+        };
+        if schema::to_gbnf(s).is_ok() && jsonschema::options().build(s).is_ok() {
+            let name = entry
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("schema")
+                .to_owned();
+            accepted.push((name, s.clone()));
+        }
+    }
+    let step = (accepted.len() / n.max(1)).max(1);
+    Ok(accepted.into_iter().step_by(step).take(n).collect())
+}

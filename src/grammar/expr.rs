@@ -1,0 +1,476 @@
+//! A small grammar AST that the schema converter builds and renders to GBNF
+//! (or, for tests of regular fragments, to a Rust regex).
+//!
+//! Text is in *code points*: a `Lit` or a `Class` matches characters of the
+//! generated output, exactly as llama.cpp's grammar engine sees them.
+
+use std::fmt::Write as _;
+
+/// One grammar expression.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// A literal string (may be empty: matches the empty string).
+    Lit(String),
+    /// One character in (or, when `negated`, not in) the inclusive ranges.
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+    /// Each in turn.
+    Seq(Vec<Expr>),
+    /// Any one of them. Never empty: use [`Expr::Lit`]`("")` for epsilon and
+    /// avoid building a language that matches nothing.
+    Alt(Vec<Expr>),
+    /// `expr` repeated between `min` and `max` times (`None`: unbounded).
+    Repeat {
+        expr: Box<Expr>,
+        min: u32,
+        max: Option<u32>,
+    },
+    /// A reference to a named rule.
+    Rule(String),
+}
+
+impl Expr {
+    pub fn lit(s: impl Into<String>) -> Self {
+        Expr::Lit(s.into())
+    }
+
+    pub fn empty() -> Self {
+        Expr::Lit(String::new())
+    }
+
+    pub fn rule(name: impl Into<String>) -> Self {
+        Expr::Rule(name.into())
+    }
+
+    /// A class of the given inclusive ranges.
+    pub fn class(ranges: &[(char, char)]) -> Self {
+        Expr::Class {
+            negated: false,
+            ranges: ranges.to_vec(),
+        }
+    }
+
+    /// Any character not in the given inclusive ranges.
+    pub fn not_class(ranges: &[(char, char)]) -> Self {
+        Expr::Class {
+            negated: true,
+            ranges: ranges.to_vec(),
+        }
+    }
+
+    /// A sequence, flattened; a one-element sequence is that element.
+    pub fn seq(items: impl IntoIterator<Item = Expr>) -> Self {
+        let mut out: Vec<Expr> = Vec::new();
+        for item in items {
+            match item {
+                Expr::Seq(inner) => out.extend(inner),
+                Expr::Lit(s) if s.is_empty() => {}
+                Expr::Lit(s) => match out.last_mut() {
+                    Some(Expr::Lit(prev)) => prev.push_str(&s),
+                    _ => out.push(Expr::Lit(s)),
+                },
+                other => out.push(other),
+            }
+        }
+        match out.len() {
+            0 => Expr::empty(),
+            1 => out.pop().unwrap_or_else(Expr::empty),
+            _ => Expr::Seq(out),
+        }
+    }
+
+    /// An alternation, flattened and without duplicates; one alternative is
+    /// that alternative.
+    ///
+    /// # Panics
+    /// Never with a non-empty input; an empty input is a converter bug and
+    /// yields an `Alt(vec![])` that [`Expr::to_gbnf`] renders as a class that
+    /// matches nothing.
+    pub fn alt(items: impl IntoIterator<Item = Expr>) -> Self {
+        let mut out: Vec<Expr> = Vec::new();
+        for item in items {
+            let parts = match item {
+                Expr::Alt(inner) => inner,
+                other => vec![other],
+            };
+            for p in parts {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        if out.len() == 1 {
+            out.pop().unwrap_or_else(Expr::empty)
+        } else {
+            Expr::Alt(out)
+        }
+    }
+
+    /// `self` or nothing.
+    pub fn opt(self) -> Self {
+        self.repeat(0, Some(1))
+    }
+
+    /// `self` repeated `min..=max` times.
+    pub fn repeat(self, min: u32, max: Option<u32>) -> Self {
+        if max == Some(0) {
+            return Expr::empty();
+        }
+        if min == 1 && max == Some(1) {
+            return self;
+        }
+        Expr::Repeat {
+            expr: Box::new(self),
+            min,
+            max,
+        }
+    }
+
+    /// `self` with every subtree equal to `from` replaced by `to`.
+    pub fn replace(&self, from: &Expr, to: &Expr) -> Expr {
+        if self == from {
+            return to.clone();
+        }
+        match self {
+            Expr::Seq(items) => Expr::Seq(items.iter().map(|x| x.replace(from, to)).collect()),
+            Expr::Alt(items) => Expr::Alt(items.iter().map(|x| x.replace(from, to)).collect()),
+            Expr::Repeat { expr, min, max } => Expr::Repeat {
+                expr: Box::new(expr.replace(from, to)),
+                min: *min,
+                max: *max,
+            },
+            other => other.clone(),
+        }
+    }
+
+    /// Render as a GBNF expression (the right-hand side of a rule).
+    pub fn to_gbnf(&self) -> String {
+        let mut out = String::new();
+        self.write_gbnf(&mut out, false);
+        out
+    }
+
+    fn write_gbnf(&self, out: &mut String, nested: bool) {
+        match self {
+            Expr::Lit(s) => {
+                out.push('"');
+                for c in s.chars() {
+                    push_escaped(out, c, &['"', '\\']);
+                }
+                out.push('"');
+            }
+            Expr::Class { negated, ranges } => write_class(out, *negated, ranges),
+            Expr::Seq(items) => {
+                if nested {
+                    out.push('(');
+                }
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    item.write_gbnf(out, true);
+                }
+                if nested {
+                    out.push(')');
+                }
+            }
+            Expr::Alt(items) => {
+                if items.is_empty() {
+                    // Matches nothing: an empty negated class would match
+                    // everything, so use a class of no characters.
+                    out.push_str("[^\\x00-\\U0010FFFF]");
+                    return;
+                }
+                if nested {
+                    out.push('(');
+                }
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(" | ");
+                    }
+                    item.write_gbnf(out, true);
+                }
+                if nested {
+                    out.push(')');
+                }
+            }
+            Expr::Repeat { expr, min, max } => {
+                let atom = matches!(**expr, Expr::Lit(_) | Expr::Class { .. } | Expr::Rule(_));
+                if !atom {
+                    out.push('(');
+                    expr.write_gbnf(out, false);
+                    out.push(')');
+                } else {
+                    expr.write_gbnf(out, true);
+                }
+                match (min, max) {
+                    (0, Some(1)) => out.push('?'),
+                    (0, None) => out.push('*'),
+                    (1, None) => out.push('+'),
+                    (m, None) => {
+                        let _ = write!(out, "{{{m},}}");
+                    }
+                    (m, Some(n)) if m == n => {
+                        let _ = write!(out, "{{{m}}}");
+                    }
+                    (m, Some(n)) => {
+                        let _ = write!(out, "{{{m},{n}}}");
+                    }
+                }
+            }
+            Expr::Rule(name) => out.push_str(name),
+        }
+    }
+
+    /// Render as a Rust `regex` pattern (anchored by the caller). Only for
+    /// tests of fragments without rule references.
+    pub fn to_regex(&self) -> String {
+        let mut out = String::new();
+        self.write_regex(&mut out);
+        out
+    }
+
+    fn write_regex(&self, out: &mut String) {
+        match self {
+            Expr::Lit(s) => {
+                out.push_str("(?:");
+                out.push_str(&regex_escape(s));
+                out.push(')');
+            }
+            Expr::Class { negated, ranges } => {
+                out.push('[');
+                if *negated {
+                    out.push('^');
+                }
+                for (a, b) in ranges {
+                    let _ = write!(out, "\\x{{{:x}}}-\\x{{{:x}}}", *a as u32, *b as u32);
+                }
+                if ranges.is_empty() && !negated {
+                    out.push_str("&&[^\\x{0}-\\x{10FFFF}]");
+                }
+                out.push(']');
+            }
+            Expr::Seq(items) => {
+                out.push_str("(?:");
+                for item in items {
+                    item.write_regex(out);
+                }
+                out.push(')');
+            }
+            Expr::Alt(items) => {
+                out.push_str("(?:");
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push('|');
+                    }
+                    item.write_regex(out);
+                }
+                out.push(')');
+            }
+            Expr::Repeat { expr, min, max } => {
+                out.push_str("(?:");
+                expr.write_regex(out);
+                out.push(')');
+                match max {
+                    Some(n) => {
+                        let _ = write!(out, "{{{min},{n}}}");
+                    }
+                    None => {
+                        let _ = write!(out, "{{{min},}}");
+                    }
+                }
+            }
+            Expr::Rule(name) => {
+                let _ = write!(out, "(?:RULE:{name})");
+            }
+        }
+    }
+}
+
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() || c == ' ' {
+            out.push(c);
+        } else {
+            let _ = write!(out, "\\x{{{:x}}}", c as u32);
+        }
+    }
+    out
+}
+
+fn write_class(out: &mut String, negated: bool, ranges: &[(char, char)]) {
+    if ranges.is_empty() {
+        out.push_str(if negated {
+            "[\\x00-\\U0010FFFF]"
+        } else {
+            "[^\\x00-\\U0010FFFF]"
+        });
+        return;
+    }
+    out.push('[');
+    if negated {
+        out.push('^');
+    }
+    for &(a, b) in ranges {
+        push_class_char(out, a);
+        if b != a {
+            out.push('-');
+            push_class_char(out, b);
+        }
+    }
+    out.push(']');
+}
+
+/// A character inside `[...]`. llama.cpp knows `\]`, `\[`, `\-` and `\\` but
+/// not `\^`, so `^` is written in hex.
+fn push_class_char(out: &mut String, c: char) {
+    if c == '^' {
+        out.push_str("\\x5E");
+    } else {
+        push_escaped(out, c, &[']', '\\', '-', '[']);
+    }
+}
+
+/// Write `c` so that llama.cpp's GBNF parser reads it back as `c`.
+fn push_escaped(out: &mut String, c: char, special: &[char]) {
+    match c {
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        c if special.contains(&c) => {
+            out.push('\\');
+            out.push(c);
+        }
+        c if (c as u32) < 0x20 || c as u32 == 0x7F => {
+            let _ = write!(out, "\\x{:02X}", c as u32);
+        }
+        c if (0x80..0xA0).contains(&(c as u32))
+            || c == '\u{2028}'
+            || c == '\u{2029}'
+            || c == '\u{FFFE}'
+            || c == '\u{FFFF}' =>
+        {
+            let _ = write!(out, "\\u{:04X}", c as u32);
+        }
+        c if (c as u32) >= 0xF0000 => {
+            let _ = write!(out, "\\U{:08X}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
+/// A named rule and its expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub name: String,
+    pub expr: Expr,
+}
+
+/// Rules rendered as GBNF text, one per line, `root` first.
+pub fn render(rules: &[Rule]) -> String {
+    let mut out = String::new();
+    for rule in rules {
+        let _ = writeln!(out, "{} ::= {}", rule.name, rule.expr.to_gbnf());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_are_escaped_for_gbnf() {
+        assert_eq!(
+            Expr::lit("a\"b\\c\nd\u{1}").to_gbnf(),
+            r#""a\"b\\c\nd\x01""#
+        );
+    }
+
+    #[test]
+    fn classes_escape_their_metacharacters() {
+        let e = Expr::class(&[('a', 'z'), (']', ']'), ('-', '-'), ('\\', '\\')]);
+        assert_eq!(e.to_gbnf(), r"[a-z\]\-\\]");
+        assert_eq!(Expr::class(&[('^', '^')]).to_gbnf(), r"[\x5E]");
+        assert_eq!(
+            Expr::not_class(&[('"', '"'), ('\0', '\u{1f}')]).to_gbnf(),
+            r#"[^"\x00-\x1F]"#
+        );
+    }
+
+    #[test]
+    fn seq_merges_literals_and_drops_empties() {
+        let e = Expr::seq([
+            Expr::lit("a"),
+            Expr::empty(),
+            Expr::lit("b"),
+            Expr::rule("x"),
+        ]);
+        assert_eq!(e, Expr::Seq(vec![Expr::lit("ab"), Expr::rule("x")]));
+        assert_eq!(Expr::seq([Expr::lit("a")]), Expr::lit("a"));
+    }
+
+    #[test]
+    fn alt_flattens_and_dedups() {
+        let e = Expr::alt([Expr::lit("a"), Expr::alt([Expr::lit("b"), Expr::lit("a")])]);
+        assert_eq!(e.to_gbnf(), r#""a" | "b""#);
+    }
+
+    #[test]
+    fn repetition_syntax() {
+        let d = Expr::class(&[('0', '9')]);
+        assert_eq!(d.clone().opt().to_gbnf(), "[0-9]?");
+        assert_eq!(d.clone().repeat(0, None).to_gbnf(), "[0-9]*");
+        assert_eq!(d.clone().repeat(1, None).to_gbnf(), "[0-9]+");
+        assert_eq!(d.clone().repeat(2, Some(5)).to_gbnf(), "[0-9]{2,5}");
+        assert_eq!(d.clone().repeat(3, Some(3)).to_gbnf(), "[0-9]{3}");
+        assert_eq!(d.repeat(2, None).to_gbnf(), "[0-9]{2,}");
+        let s = Expr::seq([Expr::lit("a"), Expr::rule("b")]).repeat(0, None);
+        assert_eq!(s.to_gbnf(), r#"("a" b)*"#);
+    }
+
+    #[test]
+    fn nested_alternatives_are_parenthesised() {
+        let e = Expr::seq([Expr::lit("x"), Expr::alt([Expr::lit("a"), Expr::lit("b")])]);
+        assert_eq!(e.to_gbnf(), r#""x" ("a" | "b")"#);
+    }
+
+    #[test]
+    fn regex_rendering_matches_the_same_language() {
+        let e = Expr::seq([
+            Expr::lit("-").opt(),
+            Expr::alt([
+                Expr::lit("0"),
+                Expr::seq([
+                    Expr::class(&[('1', '9')]),
+                    Expr::class(&[('0', '9')]).repeat(0, Some(2)),
+                ]),
+            ]),
+        ]);
+        let re = regex::Regex::new(&format!("^{}$", e.to_regex())).unwrap();
+        for ok in ["0", "-0", "7", "123", "-99"] {
+            assert!(re.is_match(ok), "{ok}");
+        }
+        for bad in ["", "01", "1234", "--1", "a"] {
+            assert!(!re.is_match(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn render_writes_one_rule_per_line() {
+        let rules = vec![
+            Rule {
+                name: "root".into(),
+                expr: Expr::rule("x"),
+            },
+            Rule {
+                name: "x".into(),
+                expr: Expr::lit("y"),
+            },
+        ];
+        assert_eq!(render(&rules), "root ::= x\nx ::= \"y\"\n");
+    }
+}

@@ -1,0 +1,40 @@
+//! `Displace\Infer\Grammar`: the schema converter and the GBNF checker.
+
+use ext_php_rs::flags::ClassFlags;
+use ext_php_rs::prelude::*;
+use ext_php_rs::types::Zval;
+
+use super::exceptions::{infer_exception, no_constructor};
+use super::options::schema_grammar;
+use crate::grammar::check;
+
+/// Static helpers for grammars.
+#[php_class]
+#[php(name = "Displace\\Infer\\Grammar")]
+#[php(flags = ClassFlags::Final.union(ClassFlags::NotSerializable))]
+#[derive(Debug)]
+pub struct Grammar;
+
+#[php_impl]
+impl Grammar {
+    /// Grammar has only static methods.
+    pub fn __construct() -> PhpResult<Self> {
+        Err(no_constructor(
+            "Grammar",
+            "Grammar::fromSchema() or Grammar::check()",
+        ))
+    }
+
+    /// The GBNF grammar the converter builds for a JSON Schema (array or JSON text).
+    pub fn from_schema(schema: &Zval) -> PhpResult<String> {
+        schema_grammar(schema).map_err(infer_exception)
+    }
+
+    /// Throw when `gbnf` does not parse or has no `root` rule; the message
+    /// gives the line and column.
+    pub fn check(gbnf: String) -> PhpResult<()> {
+        check::check(&gbnf)
+            .map(|_| ())
+            .map_err(|e| infer_exception(format!("invalid grammar: {e}")))
+    }
+}

@@ -1,0 +1,790 @@
+//! [`Node`] → GBNF rules. A simple walk: each object, array and `$ref` target
+//! gets a rule of its own; JSON primitives are shared rules emitted when used.
+//!
+//! Output layout is fixed so that whitespace is bounded: `{"a": 1, "b": [1, 2]}`
+//! (", " between members, ": " after keys, nothing else).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::canonical;
+use super::formats::Format;
+use super::ir::{ArrNode, Defs, Node, NumRange, ObjNode, StrNode};
+use super::numeric;
+use super::regex;
+use super::strings;
+use super::Productive;
+use crate::grammar::expr::{render, Expr, Rule};
+
+/// Repetitions longer than this are decomposed into blocks, so that
+/// llama.cpp's expansion of `x{m,n}` stays shallow.
+const BLOCK: u32 = 64;
+
+/// Render the grammar of a parsed schema.
+pub fn emit(root: &Node, defs: &Defs, productive: &Productive) -> Result<String, String> {
+    let mut e = Emitter {
+        defs,
+        productive,
+        rules: BTreeMap::new(),
+        order: Vec::new(),
+        used_names: HashMap::new(),
+        def_rules: vec![None; defs.nodes.len()],
+        pending: Vec::new(),
+    };
+    let root_expr = e.expr(root, "root")?.ok_or("the schema matches no value")?;
+    e.define("root".to_owned(), root_expr);
+    while let Some(id) = e.pending.pop() {
+        let name = e
+            .def_rules
+            .get(id)
+            .cloned()
+            .flatten()
+            .ok_or("internal: unnamed $ref rule")?;
+        let node = defs.get(id).ok_or("internal: $ref target missing")?;
+        let expr = e
+            .expr(node, &name)?
+            .ok_or("internal: unproductive $ref emitted")?;
+        e.define(name, expr);
+    }
+    // `root ::= x` where nothing else uses x: give x's body to root.
+    if let Some(Expr::Rule(only)) = e.rules.get("root").cloned() {
+        let used_elsewhere = e
+            .rules
+            .iter()
+            .any(|(n, x)| n != "root" && expr_mentions(x, &only));
+        if !used_elsewhere {
+            if let Some(body) = e.rules.remove(&only) {
+                e.rules.insert("root".to_owned(), body);
+                e.order.retain(|n| *n != only);
+            }
+        }
+    }
+    // root first, then the rest in the order they were defined.
+    let root_first = std::iter::once(&"root".to_owned())
+        .chain(e.order.iter().filter(|n| *n != "root"))
+        .cloned()
+        .collect::<Vec<_>>();
+    let rules: Vec<Rule> = root_first
+        .iter()
+        .filter_map(|name| {
+            e.rules.get(name).map(|expr| Rule {
+                name: name.clone(),
+                expr: expr.clone(),
+            })
+        })
+        .collect();
+    Ok(render(&rules))
+}
+
+struct Emitter<'a> {
+    defs: &'a Defs,
+    productive: &'a Productive,
+    rules: BTreeMap<String, Expr>,
+    order: Vec<String>,
+    used_names: HashMap<String, usize>,
+    def_rules: Vec<Option<String>>,
+    pending: Vec<usize>,
+}
+
+impl Emitter<'_> {
+    fn define(&mut self, name: String, expr: Expr) {
+        if self.rules.contains_key(&name) {
+            return;
+        }
+        let escapes = strings::escapes();
+        let expr = if name == ESCAPE_RULE {
+            expr
+        } else {
+            factor(&expr, &escapes)
+        };
+        if expr_mentions(&expr, ESCAPE_RULE) && !self.rules.contains_key(ESCAPE_RULE) {
+            self.order.push(ESCAPE_RULE.to_owned());
+            self.rules
+                .insert(ESCAPE_RULE.to_owned(), Expr::alt(escapes));
+        }
+        let mut hoisted = Vec::new();
+        let expr = self.hoist(&expr, &name, &mut hoisted);
+        self.order.push(name.clone());
+        self.rules.insert(name, expr);
+        for (sub_name, sub_expr) in hoisted {
+            self.order.push(sub_name.clone());
+            self.rules.insert(sub_name, sub_expr);
+        }
+    }
+
+    /// `expr` with the body of every repetition that is not a single symbol
+    /// moved into a rule of its own. llama.cpp expands `x{m,n}` into rules and
+    /// refuses a grammar when the rules inside `x` times the count exceed
+    /// 2000; a rule reference counts as one.
+    fn hoist(&mut self, expr: &Expr, owner: &str, out: &mut Vec<(String, Expr)>) -> Expr {
+        match expr {
+            Expr::Repeat {
+                expr: body,
+                min,
+                max,
+            } => {
+                let body = self.hoist(body, owner, out);
+                let atom = matches!(body, Expr::Lit(_) | Expr::Class { .. } | Expr::Rule(_));
+                let body = if atom || *max == Some(1) {
+                    body
+                } else {
+                    let name = self.fresh(&format!("{owner}-rep"));
+                    out.push((name.clone(), body));
+                    Expr::rule(name)
+                };
+                Expr::Repeat {
+                    expr: Box::new(body),
+                    min: *min,
+                    max: *max,
+                }
+            }
+            Expr::Seq(items) => {
+                Expr::Seq(items.iter().map(|x| self.hoist(x, owner, out)).collect())
+            }
+            Expr::Alt(items) => {
+                Expr::Alt(items.iter().map(|x| self.hoist(x, owner, out)).collect())
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// A fresh rule name derived from `hint`.
+    fn fresh(&mut self, hint: &str) -> String {
+        let mut base: String = hint
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        base.truncate(60);
+        if base.is_empty() {
+            base.push('r');
+        }
+        let n = self.used_names.entry(base.clone()).or_insert(0);
+        *n += 1;
+        if *n == 1 && !is_shared(&base) {
+            base
+        } else {
+            format!("{base}-{n}")
+        }
+    }
+
+    /// Define a shared primitive rule (once) and return a reference to it.
+    fn shared(&mut self, name: &'static str) -> Expr {
+        if !self.rules.contains_key(name) {
+            self.define(name.to_owned(), shared_rule(name));
+            for dep in shared_deps(name) {
+                self.shared(dep);
+            }
+        }
+        Expr::rule(name)
+    }
+
+    fn format_rule(&mut self, f: Format) -> Expr {
+        let name = f.rule_name();
+        if !self.rules.contains_key(name) {
+            self.define(name.to_owned(), f.expr());
+        }
+        Expr::rule(name)
+    }
+
+    /// The expression of a node, or `None` when it matches nothing.
+    fn expr(&mut self, node: &Node, hint: &str) -> Result<Option<Expr>, String> {
+        Ok(Some(match node {
+            Node::Any => self.shared("value"),
+            Node::Never => return Ok(None),
+            Node::Null => Expr::lit("null"),
+            Node::Bool => self.shared("boolean"),
+            Node::Int(range) => self.integer(range)?,
+            Node::Num(range) => self.number(range)?,
+            Node::Str(s) => self.string(s, hint)?,
+            Node::Enum(values) => {
+                Expr::alt(values.iter().map(|v| Expr::lit(canonical::value_text(v))))
+            }
+            Node::AnyOf(branches) | Node::OneOf(branches) => {
+                let mut alts = Vec::new();
+                for (i, b) in branches.iter().enumerate() {
+                    if let Some(x) = self.expr(b, &format!("{hint}-{i}"))? {
+                        alts.push(x);
+                    }
+                }
+                if alts.is_empty() {
+                    return Ok(None);
+                }
+                Expr::alt(alts)
+            }
+            Node::Ref(id) => {
+                if !self.productive.relaxed(node) {
+                    return Ok(None);
+                }
+                match self.def_rules.get(*id).cloned().flatten() {
+                    Some(name) => Expr::rule(name),
+                    None => {
+                        let pointer = self.defs.pointers.get(*id).cloned().unwrap_or_default();
+                        let last = pointer.rsplit('/').next().unwrap_or("");
+                        let name = self.fresh(&format!("ref-{last}"));
+                        if let Some(slot) = self.def_rules.get_mut(*id) {
+                            *slot = Some(name.clone());
+                        }
+                        self.pending.push(*id);
+                        Expr::rule(name)
+                    }
+                }
+            }
+            Node::Arr(a) => match self.array(a, hint)? {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+            Node::Obj(o) => match self.object(o, hint)? {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+        }))
+    }
+
+    fn integer(&mut self, range: &NumRange) -> Result<Expr, String> {
+        if range.min.is_none() && range.max.is_none() {
+            return Ok(self.shared("integer"));
+        }
+        numeric::integer_range(range.min.as_ref(), range.max.as_ref()).map_err(|e| e.to_string())
+    }
+
+    fn number(&mut self, range: &NumRange) -> Result<Expr, String> {
+        if range.min.is_none() && range.max.is_none() {
+            return Ok(self.shared("number"));
+        }
+        numeric::number_range(range.min.as_ref(), range.max.as_ref()).map_err(|e| e.to_string())
+    }
+
+    fn string(&mut self, s: &StrNode, hint: &str) -> Result<Expr, String> {
+        let content = if let Some(f) = s.format {
+            self.format_rule(f)
+        } else if let Some(p) = &s.pattern {
+            let expr = regex::pattern_to_expr(p).map_err(|e| e.to_string())?;
+            let ch = self.shared("char");
+            let expr = expr.replace(&strings::any_char(), &ch);
+            let name = self.fresh(&format!("{hint}-pattern"));
+            self.define(name.clone(), expr);
+            Expr::rule(name)
+        } else if s.min_len == 0 && s.max_len.is_none() {
+            return Ok(self.shared("string"));
+        } else {
+            let ch = self.shared("char");
+            repeat(ch, s.min_len, s.max_len)
+        };
+        Ok(Expr::seq([Expr::lit("\""), content, Expr::lit("\"")]))
+    }
+
+    fn array(&mut self, a: &ArrNode, hint: &str) -> Result<Option<Expr>, String> {
+        let mut elems = Vec::with_capacity(a.prefix.len());
+        let mut max = a.max_items;
+        for (i, p) in a.prefix.iter().enumerate() {
+            match self.expr(p, &format!("{hint}-{i}"))? {
+                Some(x) => elems.push(x),
+                None => {
+                    max = Some(max.map_or(i as u64, |m| m.min(i as u64)));
+                    break;
+                }
+            }
+        }
+        let items = if elems.len() == a.prefix.len() {
+            self.expr(&a.items, &format!("{hint}-item"))?
+        } else {
+            None
+        };
+        if items.is_none() {
+            let cap = elems.len() as u64;
+            max = Some(max.map_or(cap, |m| m.min(cap)));
+        }
+        if max.is_some_and(|m| m < a.min_items) {
+            return Ok(None);
+        }
+        let body = array_body(&elems, items.as_ref(), a.min_items, max);
+        let name = self.fresh(hint);
+        self.define(
+            name.clone(),
+            Expr::seq([Expr::lit("["), body, Expr::lit("]")]),
+        );
+        Ok(Some(Expr::rule(name)))
+    }
+
+    fn object(&mut self, o: &ObjNode, hint: &str) -> Result<Option<Expr>, String> {
+        let mut members = Vec::new();
+        for p in &o.props {
+            // An implicitly required property whose every emission would
+            // recurse without end is left optional.
+            let required = p.required && (!p.implicit || self.productive.strict(&p.node));
+            match self.expr(&p.node, &format!("{hint}-{}", p.name))? {
+                Some(value) => members.push(Member {
+                    text: Expr::seq([strings::quoted_literal(&p.name), Expr::lit(": "), value]),
+                    required,
+                }),
+                None if required => return Ok(None),
+                None => {}
+            }
+        }
+        let additional = match self.expr(&o.additional, &format!("{hint}-additional"))? {
+            Some(value) => {
+                let names: Vec<&str> = o.props.iter().map(|p| p.name.as_str()).collect();
+                let key = Expr::seq([
+                    Expr::lit("\""),
+                    strings::content_excluding(&names),
+                    Expr::lit("\""),
+                ]);
+                let key_name = self.fresh(&format!("{hint}-key"));
+                self.define(key_name.clone(), key);
+                Some(Expr::seq([Expr::rule(key_name), Expr::lit(": "), value]))
+            }
+            None => None,
+        };
+        let name = self.fresh(hint);
+        let machine = ObjectMachine {
+            name: name.clone(),
+            members,
+            additional,
+            min: o.min_props,
+            max: o.max_props,
+        };
+        let Some(body) = machine.emit(self) else {
+            return Ok(None);
+        };
+        self.define(
+            name.clone(),
+            Expr::seq([Expr::lit("{"), body, Expr::lit("}")]),
+        );
+        Ok(Some(Expr::rule(name)))
+    }
+}
+
+/// The rule that holds every escape sequence of a JSON string.
+const ESCAPE_RULE: &str = "char-escape";
+
+/// `expr` with every alternation that lists all JSON string escapes rewritten
+/// to use [`ESCAPE_RULE`] instead, which keeps grammars with many character
+/// sets (patterns, excluded keys) small.
+fn factor(expr: &Expr, escapes: &[Expr]) -> Expr {
+    match expr {
+        Expr::Alt(items) => {
+            let items: Vec<Expr> = items.iter().map(|x| factor(x, escapes)).collect();
+            if escapes.iter().all(|e| items.contains(e)) {
+                let mut kept: Vec<Expr> =
+                    items.into_iter().filter(|x| !escapes.contains(x)).collect();
+                kept.push(Expr::rule(ESCAPE_RULE));
+                Expr::alt(kept)
+            } else {
+                Expr::Alt(items)
+            }
+        }
+        Expr::Seq(items) => Expr::Seq(items.iter().map(|x| factor(x, escapes)).collect()),
+        Expr::Repeat { expr, min, max } => Expr::Repeat {
+            expr: Box::new(factor(expr, escapes)),
+            min: *min,
+            max: *max,
+        },
+        other => other.clone(),
+    }
+}
+
+fn expr_mentions(expr: &Expr, rule: &str) -> bool {
+    match expr {
+        Expr::Rule(name) => name == rule,
+        Expr::Alt(items) | Expr::Seq(items) => items.iter().any(|x| expr_mentions(x, rule)),
+        Expr::Repeat { expr, .. } => expr_mentions(expr, rule),
+        _ => false,
+    }
+}
+
+struct Member {
+    text: Expr,
+    required: bool,
+}
+
+/// The members of an object, emitted in order. State `(i, c)`: members `i..`
+/// remain and `c` were written (capped where the count no longer matters).
+/// Its size is linear in the number of properties (times the count bound),
+/// never exponential in the optional ones.
+struct ObjectMachine {
+    name: String,
+    members: Vec<Member>,
+    additional: Option<Expr>,
+    min: u64,
+    max: Option<u64>,
+}
+
+impl ObjectMachine {
+    /// Counts above this are all the same state.
+    fn cap(&self) -> u64 {
+        match self.max {
+            Some(m) => m,
+            None => self.min.max(1),
+        }
+    }
+
+    fn emit(&self, e: &mut Emitter<'_>) -> Option<Expr> {
+        let simple = self.members.iter().all(|m| m.required)
+            && self.additional.is_none()
+            && self.max.is_none();
+        if simple {
+            if (self.members.len() as u64) < self.min {
+                return None;
+            }
+            let mut parts = Vec::new();
+            for (i, m) in self.members.iter().enumerate() {
+                if i > 0 {
+                    parts.push(Expr::lit(", "));
+                }
+                parts.push(m.text.clone());
+            }
+            return Some(Expr::seq(parts));
+        }
+        let mut memo: HashMap<(usize, u64), Option<String>> = HashMap::new();
+        self.state(e, 0, 0, &mut memo).map(Expr::rule)
+    }
+
+    /// The rule for state `(i, c)`, or `None` when no valid completion exists.
+    fn state(
+        &self,
+        e: &mut Emitter<'_>,
+        i: usize,
+        c: u64,
+        memo: &mut HashMap<(usize, u64), Option<String>>,
+    ) -> Option<String> {
+        if let Some(done) = memo.get(&(i, c)) {
+            return done.clone();
+        }
+        // Reserve the slot (states only go forward, so there are no cycles).
+        let expr = if i == self.members.len() {
+            self.tail(c)
+        } else {
+            let m = &self.members[i];
+            let sep = if c == 0 { "" } else { ", " };
+            let next_c = if self.max.is_some() {
+                c + 1
+            } else {
+                (c + 1).min(self.cap())
+            };
+            let take = if self.max.is_none_or(|mx| c < mx) {
+                self.state(e, i + 1, next_c, memo)
+                    .map(|rest| Expr::seq([Expr::lit(sep), m.text.clone(), Expr::rule(rest)]))
+            } else {
+                None
+            };
+            let skip = if m.required {
+                None
+            } else {
+                self.state(e, i + 1, c, memo).map(Expr::rule)
+            };
+            match (take, skip) {
+                (Some(t), Some(s)) => Some(Expr::alt([t, s])),
+                (Some(x), None) | (None, Some(x)) => Some(x),
+                (None, None) => None,
+            }
+        };
+        let name = expr.map(|x| {
+            let name = e.fresh(&format!("{}-{}-{}", self.name, i, c));
+            e.define(name.clone(), x);
+            name
+        });
+        memo.insert((i, c), name.clone());
+        name
+    }
+
+    /// Additional members after the declared ones, given `c` written so far.
+    /// Additional keys may repeat, so they count at most once toward `min`.
+    fn tail(&self, c: u64) -> Option<Expr> {
+        let room = self.max.map(|m| m.saturating_sub(c));
+        let need = self.min.saturating_sub(c);
+        if need >= 2 {
+            return None;
+        }
+        let Some(kv) = &self.additional else {
+            return (need == 0).then(Expr::empty);
+        };
+        if room == Some(0) {
+            return (need == 0).then(Expr::empty);
+        }
+        let first_sep = if c == 0 { "" } else { ", " };
+        let more = Expr::seq([Expr::lit(", "), kv.clone()]);
+        let more_max = room.map(|r| r.saturating_sub(1));
+        let some = Expr::seq([Expr::lit(first_sep), kv.clone(), repeat(more, 0, more_max)]);
+        Some(if need == 1 { some } else { some.opt() })
+    }
+}
+
+/// The elements of an array between `[` and `]`: `elems` first (each may be
+/// the last), then `items` repeated, `min..=max` elements in all.
+fn array_body(elems: &[Expr], items: Option<&Expr>, min: u64, max: Option<u64>) -> Expr {
+    // Built from the back: `from(i)` is the language of elements i.. given i elements written.
+    let total_cap = max;
+    let mut rest: Option<Expr> = None; // elements after the prefix
+    let p = elems.len() as u64;
+    if let Some(item) = items {
+        let lo = min.saturating_sub(p);
+        let hi = total_cap.map(|m| m.saturating_sub(p));
+        if hi != Some(0) {
+            let with_sep = Expr::seq([Expr::lit(", "), item.clone()]);
+            rest = Some(if p == 0 {
+                // No prefix: the first item has no separator.
+                let hi_more = hi.map(|h| h.saturating_sub(1));
+                let some = Expr::seq([
+                    item.clone(),
+                    repeat(with_sep, lo.saturating_sub(1), hi_more),
+                ]);
+                if lo == 0 {
+                    some.opt()
+                } else {
+                    some
+                }
+            } else {
+                repeat(with_sep, lo, hi)
+            });
+        }
+    }
+    let mut acc = rest.unwrap_or_else(Expr::empty);
+    for i in (0..elems.len()).rev() {
+        let sep = if i == 0 { "" } else { ", " };
+        let here = Expr::seq([Expr::lit(sep), elems[i].clone(), acc]);
+        let within_max = total_cap.is_none_or(|m| (i as u64) < m);
+        acc = if !within_max {
+            Expr::empty()
+        } else if (i as u64) < min {
+            here
+        } else {
+            here.opt()
+        };
+    }
+    acc
+}
+
+/// `x` repeated `min..=max` times, decomposed into blocks when large.
+pub fn repeat(x: Expr, min: u64, max: Option<u64>) -> Expr {
+    let small = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+    let block = u64::from(BLOCK);
+    let exactly = |x: &Expr, n: u64| -> Expr {
+        if n <= block {
+            x.clone().repeat(small(n), Some(small(n)))
+        } else {
+            Expr::seq([
+                x.clone()
+                    .repeat(BLOCK, Some(BLOCK))
+                    .repeat(small(n / block), Some(small(n / block))),
+                x.clone().repeat(small(n % block), Some(small(n % block))),
+            ])
+        }
+    };
+    let head = exactly(&x, min);
+    let tail = match max {
+        None => x.repeat(0, None),
+        Some(m) => {
+            let k = m.saturating_sub(min);
+            if k <= block {
+                x.repeat(0, Some(small(k)))
+            } else {
+                let (q, r) = (k / block, k % block);
+                let full = x.clone().repeat(BLOCK, Some(BLOCK));
+                Expr::alt([
+                    Expr::seq([
+                        full.clone().repeat(0, Some(small(q - 1))),
+                        x.clone().repeat(0, Some(BLOCK - 1)),
+                    ]),
+                    Expr::seq([
+                        full.repeat(small(q), Some(small(q))),
+                        x.repeat(0, Some(small(r))),
+                    ]),
+                ])
+            }
+        }
+    };
+    Expr::seq([head, tail])
+}
+
+fn is_shared(name: &str) -> bool {
+    matches!(
+        name,
+        "value"
+            | "object"
+            | "array"
+            | "string"
+            | "char"
+            | "char-escape"
+            | "number"
+            | "integer"
+            | "boolean"
+            | "root"
+    )
+}
+
+fn shared_deps(name: &str) -> &'static [&'static str] {
+    match name {
+        "value" => &["object", "array", "string", "number", "boolean"],
+        "object" | "array" => &["value", "string"],
+        "string" => &["char"],
+        _ => &[],
+    }
+}
+
+fn shared_rule(name: &str) -> Expr {
+    let digit = || Expr::class(&[('0', '9')]);
+    let int_part = || {
+        Expr::alt([
+            Expr::lit("0"),
+            Expr::seq([
+                Expr::class(&[('1', '9')]),
+                digit().repeat(0, Some(numeric::MAX_INT_DIGITS as u32 - 1)),
+            ]),
+        ])
+    };
+    match name {
+        "value" => Expr::alt(
+            ["object", "array", "string", "number", "boolean"]
+                .map(Expr::rule)
+                .into_iter()
+                .chain([Expr::lit("null")]),
+        ),
+        "object" => {
+            let member = Expr::seq([Expr::rule("string"), Expr::lit(": "), Expr::rule("value")]);
+            Expr::seq([
+                Expr::lit("{"),
+                Expr::seq([
+                    member.clone(),
+                    Expr::seq([Expr::lit(", "), member]).repeat(0, None),
+                ])
+                .opt(),
+                Expr::lit("}"),
+            ])
+        }
+        "array" => Expr::seq([
+            Expr::lit("["),
+            Expr::seq([
+                Expr::rule("value"),
+                Expr::seq([Expr::lit(", "), Expr::rule("value")]).repeat(0, None),
+            ])
+            .opt(),
+            Expr::lit("]"),
+        ]),
+        "string" => Expr::seq([
+            Expr::lit("\""),
+            Expr::rule("char").repeat(0, None),
+            Expr::lit("\""),
+        ]),
+        "char" => strings::any_char(),
+        "number" => Expr::seq([
+            Expr::lit("-").opt(),
+            int_part(),
+            Expr::seq([
+                Expr::lit("."),
+                digit().repeat(1, Some(numeric::MAX_FRAC_DIGITS as u32)),
+            ])
+            .opt(),
+            Expr::seq([
+                Expr::class(&[('E', 'E'), ('e', 'e')]),
+                Expr::class(&[('+', '+'), ('-', '-')]).opt(),
+                digit().repeat(1, Some(2)),
+            ])
+            .opt(),
+        ]),
+        "integer" => Expr::seq([Expr::lit("-").opt(), int_part()]),
+        "boolean" => Expr::alt([Expr::lit("true"), Expr::lit("false")]),
+        _ => Expr::empty(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn re(e: &Expr) -> ::regex::Regex {
+        ::regex::Regex::new(&format!("^(?:{})$", e.to_regex())).unwrap()
+    }
+
+    #[test]
+    fn repeat_decomposition_is_exact() {
+        let x = Expr::lit("a");
+        for (min, max) in [
+            (0, Some(200)),
+            (3, Some(130)),
+            (70, Some(70)),
+            (0, Some(64)),
+            (65, None),
+            (0, Some(129)),
+            (130, Some(300)),
+        ] {
+            let r = re(&repeat(x.clone(), min, max));
+            for n in 0..=320u64 {
+                let ok = n >= min && max.is_none_or(|m| n <= m);
+                assert_eq!(
+                    r.is_match(&"a".repeat(n as usize)),
+                    ok,
+                    "{min}..{max:?} at {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn array_bodies_respect_counts_and_prefixes() {
+        let e = |c: char| Expr::lit(c.to_string());
+        type Case<'a> = (
+            Vec<Expr>,
+            Option<Expr>,
+            u64,
+            Option<u64>,
+            Vec<&'a str>,
+            Vec<&'a str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                vec![],
+                Some(e('x')),
+                0,
+                None,
+                vec!["", "x", "x, x, x"],
+                vec![", x", "x,x"],
+            ),
+            (
+                vec![],
+                Some(e('x')),
+                2,
+                Some(3),
+                vec!["x, x", "x, x, x"],
+                vec!["", "x", "x, x, x, x"],
+            ),
+            (
+                vec![e('a'), e('b')],
+                None,
+                0,
+                None,
+                vec!["", "a", "a, b"],
+                vec!["b", "a, b, x"],
+            ),
+            (
+                vec![e('a'), e('b')],
+                Some(e('x')),
+                1,
+                Some(3),
+                vec!["a", "a, b", "a, b, x"],
+                vec!["", "a, b, x, x"],
+            ),
+            (
+                vec![e('a')],
+                Some(e('x')),
+                3,
+                None,
+                vec!["a, x, x", "a, x, x, x"],
+                vec!["a", "a, x"],
+            ),
+        ];
+        for (elems, items, min, max, good, bad) in cases {
+            let r = re(&array_body(&elems, items.as_ref(), min, max));
+            for g in good {
+                assert!(r.is_match(g), "{min}..{max:?} should accept {g:?}");
+            }
+            for b in bad {
+                assert!(!r.is_match(b), "{min}..{max:?} should reject {b:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The keywords the converter enforces and the annotations it ignores: the
+//! whole of its strictness, in one place. Any other keyword is an error that
+//! names it and where it appears.
+
+/// Keywords that are enforced exactly by the generated grammar.
+pub const SUPPORTED: &[&str] = &[
+    "type",
+    "enum",
+    "const",
+    "properties",
+    "required",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "$ref",
+    "$defs",
+    "definitions",
+];
+
+/// Keywords that carry no constraint and are ignored (`id` is draft 4's `$id`).
+pub const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "$schema",
+    "$id",
+    "id",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+];
+
+/// Keywords of the JSON Schema vocabularies (drafts 3 to 2020-12) that
+/// constrain instances and that the converter does not enforce: each is an
+/// error, never ignored.
+pub const UNSUPPORTED: &[&str] = &[
+    "not",
+    "multipleOf",
+    "uniqueItems",
+    "patternProperties",
+    "additionalItems",
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "propertyNames",
+    "contains",
+    "minContains",
+    "maxContains",
+    "if",
+    "then",
+    "else",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "divisibleBy",
+    "disallow",
+    "extends",
+];
+
+/// What the converter does with a key of a schema object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Enforced.
+    Supported,
+    /// A standard annotation: ignored.
+    Annotation,
+    /// A standard keyword that is not enforced: an error.
+    Unsupported,
+    /// Not a JSON Schema keyword but so close to one that it is almost
+    /// certainly a typo of it: an error naming the keyword meant.
+    Misspelled(&'static str),
+    /// Not part of any JSON Schema vocabulary (`x-…` extensions, `_…`
+    /// disabled keywords, tool-specific metadata). JSON Schema treats these
+    /// as annotations and so does the converter.
+    Unknown,
+}
+
+/// Classify a key of a schema object.
+pub fn classify(key: &str) -> Class {
+    if is_supported(key) {
+        return Class::Supported;
+    }
+    if is_annotation(key) {
+        return Class::Annotation;
+    }
+    if UNSUPPORTED.contains(&key) {
+        return Class::Unsupported;
+    }
+    match misspelling_of(key) {
+        Some(meant) => Class::Misspelled(meant),
+        None => Class::Unknown,
+    }
+}
+
+/// The enforced or standard keyword that `key` most likely misspells: equal
+/// ignoring case, or within edit distance 1 (2 for names of 8+ letters).
+/// Names that are not plain letters (`x-…`, `_format`, `$…`) are deliberate
+/// and never count as misspellings.
+fn misspelling_of(key: &str) -> Option<&'static str> {
+    if key.len() < 4 || !key.chars().all(|c| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    let limit = if key.len() >= 8 { 2 } else { 1 };
+    SUPPORTED
+        .iter()
+        .chain(UNSUPPORTED)
+        .filter(|k| !k.starts_with('$'))
+        .map(|k| {
+            (
+                *k,
+                distance(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()),
+            )
+        })
+        .filter(|(_, d)| *d <= limit)
+        .min_by_key(|(_, d)| *d)
+        .map(|(k, _)| k)
+}
+
+/// Optimal string alignment distance (edits and adjacent transpositions).
+fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// Whether `keyword` is an annotation.
+pub fn is_annotation(keyword: &str) -> bool {
+    ANNOTATIONS.contains(&keyword)
+}
+
+/// Whether `keyword` is enforced.
+pub fn is_supported(keyword: &str) -> bool {
+    SUPPORTED.contains(&keyword)
+}
+
+/// The supported keywords as a comma-separated list, for error messages.
+pub fn supported_list() -> String {
+    SUPPORTED.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        assert_eq!(classify("minLength"), Class::Supported);
+        assert_eq!(classify("title"), Class::Annotation);
+        assert_eq!(classify("id"), Class::Annotation);
+        assert_eq!(classify("not"), Class::Unsupported);
+        assert_eq!(classify("uniqueItems"), Class::Unsupported);
+        assert_eq!(classify("minLenght"), Class::Misspelled("minLength"));
+        assert_eq!(
+            classify("additonalProperties"),
+            Class::Misspelled("additionalProperties")
+        );
+        assert_eq!(classify("maxlength"), Class::Misspelled("maxLength"));
+        assert_eq!(classify("requried"), Class::Misspelled("required"));
+        assert_eq!(classify("types"), Class::Misspelled("type"));
+        for unknown in [
+            "x-kubernetes-group-version-kind",
+            "_format",
+            "self",
+            "readonly",
+            "example",
+            "links",
+            "version",
+            "name",
+            "javaType",
+            "markdownDescription",
+        ] {
+            assert_eq!(classify(unknown), Class::Unknown, "{unknown}");
+        }
+    }
+}

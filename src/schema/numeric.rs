@@ -1,0 +1,1679 @@
+//! Exact grammars for the decimal text of JSON numbers within numeric bounds
+//! (`minimum`, `maximum`, `exclusiveMinimum`, `exclusiveMaximum`).
+//!
+//! Bounds are read exactly as decimals (never through `f64`), and the grammar
+//! is built by the classic digit-by-digit range decomposition: numerals are
+//! grouped by the length of their integer part, and inside one length a value
+//! is compared with a bound digit by digit, from the most significant one, so
+//! the grammar branches only where a digit equals the bound's digit.
+//!
+//! Canonical forms produced:
+//! - integers: `-?(0|[1-9][0-9]*)` with at most [`MAX_INT_DIGITS`] digits and
+//!   never `-0`;
+//! - bounded numbers: the same integer part (a negative number may have
+//!   integer part `0`, as in `-0.5`), then optionally `.` and
+//!   1..=[`MAX_FRAC_DIGITS`] digits; trailing zeros in the fraction are allowed
+//!   and compared by value; zero is never written with a minus sign;
+//! - numbers with no bound: the same plus an optional exponent
+//!   `[eE][-+]?[0-9]{1,3}`.
+//!
+//! Values beyond the digit caps are simply not produced: a bound beyond a cap
+//! only shrinks the language, which keeps every produced numeral in range.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use crate::grammar::expr::Expr;
+
+/// Most digits in the integer part of a produced numeral.
+pub const MAX_INT_DIGITS: usize = 16;
+/// Most digits after the decimal point of a produced numeral.
+pub const MAX_FRAC_DIGITS: usize = 16;
+/// Most digits in the exponent of a numeral of an unbounded number.
+const MAX_EXP_DIGITS: u32 = 3;
+/// Alternatives below one digit that are spelt out with the digit as their
+/// prefix (the classic flat form); beyond this they are nested in a group,
+/// which keeps both the nesting and the number of alternatives small.
+const FLAT_ALTERNATIVES: usize = 12;
+/// Exponents are saturated at this magnitude when parsing: far beyond any
+/// digit cap, yet small enough that position arithmetic cannot overflow.
+const EXP_LIMIT: i64 = 1 << 40;
+/// Bounds whose magnitude has more integer digits than this are treated as
+/// infinite when rounded to integers (they lie far beyond the digit cap).
+const INT_ROUNDING_DIGITS: i64 = 20;
+
+/// A decimal number parsed exactly from JSON text (no floating point): sign,
+/// significant digits and the position of the decimal point.
+///
+/// The value is `0.d1 d2 … dn × 10^point` (negated when `negative`), with no
+/// leading or trailing zero digit, so equal values have equal representations
+/// and the derived equality is numeric equality. Zero has no digits and is
+/// never negative.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Decimal {
+    negative: bool,
+    digits: Vec<u8>,
+    point: i64,
+}
+
+impl Decimal {
+    /// The value zero.
+    pub fn zero() -> Self {
+        Decimal {
+            negative: false,
+            digits: Vec::new(),
+            point: 0,
+        }
+    }
+
+    /// Parse JSON number syntax, exponent included: `1`, `-0.5`, `1e3`,
+    /// `2.5E-2`. Anything else (`+1`, `01`, `.5`, `1.`, spaces) is `None`.
+    /// Exponents beyond ±2^40 are saturated.
+    pub fn parse(text: &str) -> Option<Decimal> {
+        let bytes = text.as_bytes();
+        let (negative, rest) = match bytes.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            _ => (false, bytes),
+        };
+        let (int, rest) = split_digits(rest);
+        if int.is_empty() || (int.len() > 1 && int[0] == b'0') {
+            return None;
+        }
+        let (frac, rest) = match rest.split_first() {
+            Some((b'.', after)) => {
+                let (frac, rest) = split_digits(after);
+                if frac.is_empty() {
+                    return None;
+                }
+                (frac, rest)
+            }
+            _ => (&rest[..0], rest),
+        };
+        let exponent = match rest.split_first() {
+            None => 0,
+            Some((b'e' | b'E', after)) => parse_exponent(after)?,
+            Some(_) => return None,
+        };
+        let int_len = i64::try_from(int.len()).ok()?;
+        let digits = int.iter().chain(frac).map(|b| b - b'0').collect();
+        Some(Self::from_parts(
+            negative,
+            digits,
+            int_len.saturating_add(exponent),
+        ))
+    }
+
+    /// The exact value of a `serde_json` number (through its JSON text).
+    pub fn from_json(n: &serde_json::Number) -> Option<Decimal> {
+        Self::parse(&n.to_string())
+    }
+
+    /// The value of an integer.
+    pub fn from_i128(value: i128) -> Self {
+        let text = value.unsigned_abs().to_string();
+        let digits: Vec<u8> = text.bytes().map(|b| b - b'0').collect();
+        let point = i64::try_from(digits.len()).unwrap_or(0);
+        Self::from_parts(value < 0, digits, point)
+    }
+
+    /// Normalise `0.digits × 10^point`: strip leading and trailing zeros.
+    fn from_parts(negative: bool, mut digits: Vec<u8>, mut point: i64) -> Self {
+        let leading = digits.iter().take_while(|&&d| d == 0).count();
+        if leading == digits.len() {
+            return Self::zero();
+        }
+        digits.drain(..leading);
+        point = point.saturating_sub(i64::try_from(leading).unwrap_or(i64::MAX));
+        while digits.last() == Some(&0) {
+            digits.pop();
+        }
+        Decimal {
+            negative,
+            digits,
+            point,
+        }
+    }
+
+    /// Whether the value is zero.
+    pub fn is_zero(&self) -> bool {
+        self.digits.is_empty()
+    }
+
+    /// Whether the value is below zero.
+    pub fn is_negative(&self) -> bool {
+        self.negative
+    }
+
+    /// Whether the value is a whole number.
+    pub fn is_integer(&self) -> bool {
+        self.digits_len() <= self.point || self.is_zero()
+    }
+
+    /// The value with the opposite sign.
+    pub fn negated(&self) -> Self {
+        let mut out = self.clone();
+        out.negative = !self.is_zero() && !self.negative;
+        out
+    }
+
+    /// The absolute value.
+    pub fn abs(&self) -> Self {
+        let mut out = self.clone();
+        out.negative = false;
+        out
+    }
+
+    /// The greatest integer not above the value.
+    pub fn floor(&self) -> Self {
+        if self.is_integer() {
+            return self.clone();
+        }
+        let truncated = self.truncated();
+        if self.negative {
+            truncated.magnitude_plus_one(true)
+        } else {
+            truncated
+        }
+    }
+
+    /// The least integer not below the value.
+    pub fn ceil(&self) -> Self {
+        if self.is_integer() {
+            return self.clone();
+        }
+        let truncated = self.truncated();
+        if self.negative {
+            truncated
+        } else {
+            truncated.magnitude_plus_one(false)
+        }
+    }
+
+    /// The value of an integer as `i128`; `None` for a fraction or an integer
+    /// out of range.
+    pub fn to_i128(&self) -> Option<i128> {
+        if !self.is_integer() {
+            return None;
+        }
+        let zeros = u32::try_from(self.point - self.digits_len()).ok()?;
+        let mut magnitude: i128 = 0;
+        for &d in &self.digits {
+            magnitude = magnitude.checked_mul(10)?.checked_add(i128::from(d))?;
+        }
+        magnitude = magnitude.checked_mul(10i128.checked_pow(zeros)?)?;
+        Some(if self.negative { -magnitude } else { magnitude })
+    }
+
+    /// `10^exponent`.
+    fn pow10(exponent: i64) -> Self {
+        Decimal {
+            negative: false,
+            digits: vec![1],
+            point: exponent.saturating_add(1),
+        }
+    }
+
+    fn digits_len(&self) -> i64 {
+        i64::try_from(self.digits.len()).unwrap_or(i64::MAX)
+    }
+
+    /// The value rounded toward zero (the sign is kept, zero excepted).
+    fn truncated(&self) -> Self {
+        let keep = usize::try_from(self.point.max(0))
+            .unwrap_or(usize::MAX)
+            .min(self.digits.len());
+        Self::from_parts(self.negative, self.digits[..keep].to_vec(), self.point)
+    }
+
+    /// For an integer whose digits fit its point, the integer one further
+    /// from zero, with the given sign.
+    fn magnitude_plus_one(&self, negative: bool) -> Self {
+        let width = usize::try_from(self.point.max(0)).unwrap_or(0);
+        let mut digits = self.digits.clone();
+        digits.resize(width.max(digits.len()), 0);
+        let mut carry = true;
+        for d in digits.iter_mut().rev() {
+            if *d == 9 {
+                *d = 0;
+            } else {
+                *d += 1;
+                carry = false;
+                break;
+            }
+        }
+        let mut point = i64::try_from(digits.len()).unwrap_or(i64::MAX);
+        if carry {
+            digits.insert(0, 1);
+            point = point.saturating_add(1);
+        }
+        Self::from_parts(negative, digits, point)
+    }
+
+    fn signum(&self) -> i8 {
+        match (self.is_zero(), self.negative) {
+            (true, _) => 0,
+            (false, true) => -1,
+            (false, false) => 1,
+        }
+    }
+
+    fn cmp_magnitude(&self, other: &Self) -> Ordering {
+        match (self.is_zero(), other.is_zero()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Less,
+            (false, true) => Ordering::Greater,
+            (false, false) => self
+                .point
+                .cmp(&other.point)
+                .then_with(|| self.digits.cmp(&other.digits)),
+        }
+    }
+
+    /// The number of digits in the integer part of a non-negative value
+    /// (0 for values below 1), saturated just past the cap.
+    fn int_class(&self) -> usize {
+        if self.is_zero() || self.point <= 0 {
+            return 0;
+        }
+        usize::try_from(self.point)
+            .unwrap_or(usize::MAX)
+            .min(MAX_INT_DIGITS + 1)
+    }
+}
+
+impl Ord for Decimal {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match self.signum().cmp(&other.signum()) {
+            Ordering::Equal => match self.signum() {
+                -1 => other.cmp_magnitude(self),
+                0 => Ordering::Equal,
+                _ => self.cmp_magnitude(other),
+            },
+            unequal => unequal,
+        }
+    }
+}
+
+impl PartialOrd for Decimal {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for Decimal {
+    /// Plain decimal text when the point is near the digits, else scientific.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_zero() {
+            return f.write_str("0");
+        }
+        if self.negative {
+            f.write_str("-")?;
+        }
+        let digits: String = self.digits.iter().map(|&d| char::from(b'0' + d)).collect();
+        let len = self.digits_len();
+        if !(-20..=40).contains(&self.point) {
+            let (first, rest) = digits.split_at(1);
+            let dot = if rest.is_empty() { "" } else { "." };
+            return write!(f, "{first}{dot}{rest}e{}", self.point - 1);
+        }
+        if self.point <= 0 {
+            let zeros = "0".repeat(usize::try_from(-self.point).unwrap_or(0));
+            return write!(f, "0.{zeros}{digits}");
+        }
+        if self.point >= len {
+            let zeros = "0".repeat(usize::try_from(self.point - len).unwrap_or(0));
+            return write!(f, "{digits}{zeros}");
+        }
+        let (int, frac) = digits.split_at(usize::try_from(self.point).unwrap_or(0));
+        write!(f, "{int}.{frac}")
+    }
+}
+
+/// The leading ASCII digits of `bytes`, and the rest.
+fn split_digits(bytes: &[u8]) -> (&[u8], &[u8]) {
+    let n = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+    bytes.split_at(n)
+}
+
+/// `[+-]?[0-9]+` to the end of the text, saturated at ±[`EXP_LIMIT`].
+fn parse_exponent(bytes: &[u8]) -> Option<i64> {
+    let (negative, rest) = match bytes.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, bytes),
+    };
+    if rest.is_empty() || !rest.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let magnitude = rest.iter().fold(0i64, |acc, &b| {
+        (acc * 10 + i64::from(b - b'0')).min(EXP_LIMIT)
+    });
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+/// One numeric bound of a JSON Schema.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Bound {
+    /// `minimum` / `maximum`: the value itself is allowed.
+    Inclusive(Decimal),
+    /// `exclusiveMinimum` / `exclusiveMaximum`: the value itself is not.
+    Exclusive(Decimal),
+}
+
+impl Bound {
+    /// The bound's value.
+    pub fn value(&self) -> &Decimal {
+        match self {
+            Bound::Inclusive(d) | Bound::Exclusive(d) => d,
+        }
+    }
+
+    /// Whether the bound's value itself is in range.
+    pub fn is_inclusive(&self) -> bool {
+        matches!(self, Bound::Inclusive(_))
+    }
+
+    fn describe(bound: Option<&Bound>, lower: bool) -> String {
+        let (inclusive, exclusive) = if lower {
+            ("minimum", "exclusiveMinimum")
+        } else {
+            ("maximum", "exclusiveMaximum")
+        };
+        match bound {
+            None => format!("no {inclusive}"),
+            Some(Bound::Inclusive(d)) => format!("{inclusive} {d}"),
+            Some(Bound::Exclusive(d)) => format!("{exclusive} {d}"),
+        }
+    }
+}
+
+/// Why no grammar can be built for a range.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RangeError {
+    /// The range contains no number the grammar can produce.
+    #[error("{min}, {max}: no {kind} in this range can be generated")]
+    Empty {
+        /// `"integer"` or `"number"`.
+        kind: &'static str,
+        /// The lower bound, as the schema keyword and its value.
+        min: String,
+        /// The upper bound, as the schema keyword and its value.
+        max: String,
+    },
+}
+
+impl RangeError {
+    fn empty(kind: &'static str, min: Option<&Bound>, max: Option<&Bound>) -> Self {
+        RangeError::Empty {
+            kind,
+            min: Bound::describe(min, true),
+            max: Bound::describe(max, false),
+        }
+    }
+}
+
+/// JSON integers `n` with `min <= n <= max` (each bound optional, of either
+/// kind, possibly fractional: `minimum: 1.5` means `n >= 2`).
+///
+/// The language is `-?(0|[1-9][0-9]*)` limited to [`MAX_INT_DIGITS`] digits,
+/// without `-0`, intersected with the range.
+pub fn integer_range(min: Option<&Bound>, max: Option<&Bound>) -> Result<Expr, RangeError> {
+    let empty = || RangeError::empty("integer", min, max);
+    let lo = min.map_or(IntEnd::NegInf, int_lower);
+    let hi = max.map_or(IntEnd::PosInf, int_upper);
+    let cap = int_cap();
+    if lo > hi || lo > IntEnd::Fin(cap) || hi < IntEnd::Fin(-cap) {
+        return Err(empty());
+    }
+    let lo = match lo {
+        IntEnd::Fin(v) if v > -cap => Some(Side::new(Decimal::from_i128(v), true)),
+        _ => None,
+    };
+    let hi = match hi {
+        IntEnd::Fin(v) if v < cap => Some(Side::new(Decimal::from_i128(v), true)),
+        _ => None,
+    };
+    signed_range(lo.as_ref(), hi.as_ref(), 0).ok_or_else(empty)
+}
+
+/// JSON numbers `x` with `min <= x <= max` (each bound optional, of either
+/// kind). With a bound the language has no exponent; with none it is the
+/// whole canonical number syntax plus `[eE][-+]?[0-9]{1,3}`.
+pub fn number_range(min: Option<&Bound>, max: Option<&Bound>) -> Result<Expr, RangeError> {
+    let empty = || RangeError::empty("number", min, max);
+    if min.is_none() && max.is_none() {
+        let mantissa = signed_range(None, None, MAX_FRAC_DIGITS).ok_or_else(empty)?;
+        return Ok(Expr::seq([mantissa, exponent().opt()]));
+    }
+    if let (Some(lo), Some(hi)) = (min, max) {
+        let both_inclusive = lo.is_inclusive() && hi.is_inclusive();
+        match lo.value().cmp(hi.value()) {
+            Ordering::Greater => return Err(empty()),
+            Ordering::Equal if !both_inclusive => return Err(empty()),
+            _ => {}
+        }
+    }
+    let limit = Decimal::pow10(i64::try_from(MAX_INT_DIGITS).unwrap_or(i64::MAX));
+    let lo = min
+        .filter(|b| *b.value() > limit.negated())
+        .map(Side::from_bound);
+    let hi = max.filter(|b| *b.value() < limit).map(Side::from_bound);
+    signed_range(lo.as_ref(), hi.as_ref(), MAX_FRAC_DIGITS).ok_or_else(empty)
+}
+
+/// `[eE][-+]?[0-9]{1,3}`.
+fn exponent() -> Expr {
+    Expr::seq([
+        Expr::class(&[('E', 'E'), ('e', 'e')]),
+        Expr::class(&[('+', '+'), ('-', '-')]).opt(),
+        any_digit().repeat(1, Some(MAX_EXP_DIGITS)),
+    ])
+}
+
+/// An end of an integer range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum IntEnd {
+    NegInf,
+    Fin(i128),
+    PosInf,
+}
+
+/// The largest integer magnitude with [`MAX_INT_DIGITS`] digits.
+fn int_cap() -> i128 {
+    let digits = u32::try_from(MAX_INT_DIGITS).unwrap_or(u32::MAX);
+    10i128.checked_pow(digits).map_or(i128::MAX, |p| p - 1)
+}
+
+/// An end far beyond the digit cap, by sign; `None` when it is near.
+fn far_end(d: &Decimal) -> Option<IntEnd> {
+    (d.point > INT_ROUNDING_DIGITS).then_some(if d.negative {
+        IntEnd::NegInf
+    } else {
+        IntEnd::PosInf
+    })
+}
+
+/// The least integer satisfying a lower bound.
+fn int_lower(bound: &Bound) -> IntEnd {
+    let d = bound.value();
+    if let Some(end) = far_end(d) {
+        return end;
+    }
+    let least = match bound {
+        Bound::Inclusive(d) => d.ceil().to_i128(),
+        Bound::Exclusive(d) => d.floor().to_i128().map(|v| v + 1),
+    };
+    least.map_or(IntEnd::PosInf, IntEnd::Fin)
+}
+
+/// The greatest integer satisfying an upper bound.
+fn int_upper(bound: &Bound) -> IntEnd {
+    let d = bound.value();
+    if let Some(end) = far_end(d) {
+        return end;
+    }
+    let greatest = match bound {
+        Bound::Inclusive(d) => d.floor().to_i128(),
+        Bound::Exclusive(d) => d.ceil().to_i128().map(|v| v - 1),
+    };
+    greatest.map_or(IntEnd::NegInf, IntEnd::Fin)
+}
+
+/// One end of an interval, with whether the end value itself is in.
+#[derive(Debug, Clone, PartialEq)]
+struct Side {
+    value: Decimal,
+    inclusive: bool,
+}
+
+impl Side {
+    fn new(value: Decimal, inclusive: bool) -> Self {
+        Side { value, inclusive }
+    }
+
+    fn from_bound(bound: &Bound) -> Self {
+        Side::new(bound.value().clone(), bound.is_inclusive())
+    }
+
+    /// Whether zero is on the allowed side of this upper end.
+    fn upper_admits_zero(&self) -> bool {
+        !self.value.is_negative() && (self.inclusive || !self.value.is_zero())
+    }
+}
+
+/// Signed numerals with values in the interval: a `-` and a non-zero
+/// magnitude for negative values, no sign for the others. `frac_cap` is the
+/// number of fraction digits allowed (0 for integers).
+///
+/// A range holding both signs is also written as `-?C | E | 0` (see
+/// [`straddling`]); the shorter of the two forms is kept.
+fn signed_range(lo: Option<&Side>, hi: Option<&Side>, frac_cap: usize) -> Option<Expr> {
+    let split = split_by_sign(lo, hi, frac_cap);
+    let has_negatives = lo.is_none_or(|l| l.value.is_negative());
+    let has_positives = hi.is_none_or(|h| h.value > Decimal::zero());
+    if !(has_negatives && has_positives) {
+        return split;
+    }
+    let neg_upper = lo.map(|l| Side::new(l.value.negated(), l.inclusive));
+    let factored = straddling(neg_upper.as_ref(), hi, frac_cap);
+    match (split, factored) {
+        (Some(s), Some(f)) if s.to_gbnf().len() < f.to_gbnf().len() => Some(s),
+        (split, None) => split,
+        (_, factored) => factored,
+    }
+}
+
+/// Negative values as `-` and their magnitude, then the others.
+fn split_by_sign(lo: Option<&Side>, hi: Option<&Side>, frac_cap: usize) -> Option<Expr> {
+    let non_negative = if hi.is_none_or(Side::upper_admits_zero) {
+        let lo = lo.filter(|s| !s.value.is_negative());
+        unsigned_range(lo, hi, frac_cap)
+    } else {
+        None
+    };
+    let negative = negative_part(lo, hi, frac_cap).map(|m| Expr::seq([Expr::lit("-"), m]));
+    let parts: Vec<Expr> = negative.into_iter().chain(non_negative).collect();
+    (!parts.is_empty()).then(|| Expr::alt(parts))
+}
+
+/// A range with negative and positive values (so zero too), given the upper
+/// ends of the magnitudes on each side, as `-?C | E | 0`: `C` the non-zero
+/// magnitudes both signs allow, `E` those only the looser side allows
+/// (`-90..90` is `-?C | 0`, `-128..127` is `-?C | "-128" | 0`). `None` when
+/// no magnitude is shared.
+fn straddling(neg: Option<&Side>, pos: Option<&Side>, frac_cap: usize) -> Option<Expr> {
+    let tighter = |a: &Side, b: &Side| a.value < b.value || (a.value == b.value && !a.inclusive);
+    let (tight, loose, loose_is_negative) = match (neg, pos) {
+        (Some(n), Some(p)) if tighter(n, p) => (Some(n), Some(p), false),
+        (Some(n), Some(p)) => (Some(p), Some(n), true),
+        (Some(n), None) => (Some(n), None, false),
+        (None, p) => (p, None, true),
+    };
+    let positive = Side::new(Decimal::zero(), false);
+    let common = unsigned_range(Some(&positive), tight, frac_cap)?;
+    let extra = tight.and_then(|t| {
+        let beyond = Side::new(t.value.clone(), !t.inclusive);
+        unsigned_range(Some(&beyond), loose, frac_cap)
+    });
+    let extra = extra.map(|e| {
+        if loose_is_negative {
+            Expr::seq([Expr::lit("-"), e])
+        } else {
+            e
+        }
+    });
+    let signed = Expr::seq([Expr::lit("-").opt(), common]);
+    let zero = Layout::new(0, frac_cap).zeros(0);
+    Some(Expr::alt([signed].into_iter().chain(extra).chain([zero])))
+}
+
+/// Unsigned numerals `m > 0` such that `-m` is in the interval.
+fn negative_part(lo: Option<&Side>, hi: Option<&Side>, frac_cap: usize) -> Option<Expr> {
+    if lo.is_some_and(|s| !s.value.is_negative()) {
+        return None;
+    }
+    let m_lo = match hi {
+        Some(h) if h.value.is_negative() => Side::new(h.value.negated(), h.inclusive),
+        _ => Side::new(Decimal::zero(), false),
+    };
+    let m_hi = lo.map(|l| Side::new(l.value.negated(), l.inclusive));
+    unsigned_range(Some(&m_lo), m_hi.as_ref(), frac_cap)
+}
+
+/// What one integer-part length contributes.
+enum ClassLanguage {
+    Empty,
+    Full,
+    Part(Expr),
+}
+
+/// Unsigned numerals with values in the interval (whose ends, when given,
+/// are non-negative), by integer-part class: class 0 is integer part `0`,
+/// class `k` is a `k`-digit integer part. Runs of unconstrained classes are
+/// merged into one `[1-9][0-9]{a,b}`.
+fn unsigned_range(lo: Option<&Side>, hi: Option<&Side>, frac_cap: usize) -> Option<Expr> {
+    let lo = lo.filter(|s| !(s.inclusive && s.value.is_zero()));
+    let mut parts = Vec::new();
+    let mut run: Option<(usize, usize)> = None;
+    for class in 0..=MAX_INT_DIGITS {
+        match class_language(class, lo, hi, frac_cap) {
+            ClassLanguage::Full => {
+                run = Some(run.map_or((class, class), |(first, _)| (first, class)));
+            }
+            ClassLanguage::Part(expr) => {
+                parts.extend(run.take().map(|r| full_run(r, frac_cap)));
+                parts.push(expr);
+            }
+            ClassLanguage::Empty => parts.extend(run.take().map(|r| full_run(r, frac_cap))),
+        }
+    }
+    parts.extend(run.map(|r| full_run(r, frac_cap)));
+    (!parts.is_empty()).then(|| Expr::alt(parts))
+}
+
+/// The numerals of one integer-part class within the interval.
+fn class_language(
+    class: usize,
+    lo: Option<&Side>,
+    hi: Option<&Side>,
+    frac_cap: usize,
+) -> ClassLanguage {
+    // The least value of a class of integer parts `10^(class-1)..` as an
+    // inclusive lower end constrains nothing (zero was dropped already).
+    let least = |s: &Side| {
+        let exponent = i64::try_from(class).unwrap_or(i64::MAX) - 1;
+        class > 0 && s.inclusive && s.value == Decimal::pow10(exponent)
+    };
+    let lo = match lo.map(|s| (s, s.value.int_class().cmp(&class))) {
+        Some((_, Ordering::Greater)) => return ClassLanguage::Empty,
+        Some((s, Ordering::Equal)) if !least(s) => Some(s),
+        _ => None,
+    };
+    let hi = match hi.map(|s| (s, s.value.int_class().cmp(&class))) {
+        Some((_, Ordering::Less)) => return ClassLanguage::Empty,
+        Some((s, Ordering::Equal)) => Some(s),
+        _ => None,
+    };
+    if lo.is_none() && hi.is_none() {
+        return ClassLanguage::Full;
+    }
+    let alts = fold_end(Layout::new(class, frac_cap).suffix(0, lo, hi));
+    if alts.is_empty() {
+        ClassLanguage::Empty
+    } else {
+        ClassLanguage::Part(Expr::alt(alts))
+    }
+}
+
+/// All numerals of the classes `first..=last`.
+fn full_run((first, last): (usize, usize), frac_cap: usize) -> Expr {
+    let frac = Layout::new(last, frac_cap).frac_any();
+    let nonzero = |min: usize| {
+        Expr::seq([
+            digit_class(1, 9),
+            any_digit().repeat(count(min), Some(count(last - 1))),
+        ])
+    };
+    let int = match (first, last) {
+        (0, 0) => Expr::lit("0"),
+        (0, _) => Expr::alt([Expr::lit("0"), nonzero(0)]),
+        _ => nonzero(first - 1),
+    };
+    Expr::seq([int, frac])
+}
+
+/// The digit positions of one integer-part class: `int_digits` digits (the
+/// first in `first`), then up to `frac_cap` fraction digits after a `.`.
+struct Layout {
+    int_digits: usize,
+    first: (u8, u8),
+    frac_cap: usize,
+}
+
+impl Layout {
+    fn new(class: usize, frac_cap: usize) -> Self {
+        Layout {
+            int_digits: class.max(1),
+            first: if class == 0 { (0, 0) } else { (1, 9) },
+            frac_cap,
+        }
+    }
+
+    /// One past the last digit position.
+    fn end(&self) -> usize {
+        self.int_digits + self.frac_cap
+    }
+
+    /// The digits allowed at position `p`.
+    fn span(&self, p: usize) -> (u8, u8) {
+        if p == 0 {
+            self.first
+        } else {
+            (0, 9)
+        }
+    }
+
+    /// Index in `side`'s digits of the digit at position `p` (which has
+    /// place value `10^(int_digits - 1 - p)`).
+    fn index(&self, side: &Side, p: usize) -> i64 {
+        let k = i64::try_from(self.int_digits).unwrap_or(i64::MAX);
+        let p = i64::try_from(p).unwrap_or(i64::MAX);
+        side.value.point.saturating_sub(k).saturating_add(p)
+    }
+
+    /// `side`'s digit at position `p`.
+    fn digit(&self, side: &Side, p: usize) -> u8 {
+        usize::try_from(self.index(side, p))
+            .ok()
+            .and_then(|i| side.value.digits.get(i).copied())
+            .unwrap_or(0)
+    }
+
+    /// Whether all of `side`'s digits from position `p` on (those beyond the
+    /// fraction cap included) are zero.
+    fn zero_from(&self, side: &Side, p: usize) -> bool {
+        self.index(side, p) >= side.value.digits_len()
+    }
+
+    /// Numeral suffixes from position `p`, given that the digits before `p`
+    /// equal those of `lo` and of `hi` where these are given, whose value is
+    /// within them (compared as if padded with zeros without end), as flat
+    /// alternatives (none: no suffix). The empty suffix, when allowed, comes
+    /// first as an empty literal; [`fold_end`] removes it.
+    fn suffix(&self, p: usize, lo: Option<&Side>, hi: Option<&Side>) -> Vec<Expr> {
+        let lo = lo.filter(|s| !(s.inclusive && self.zero_from(s, p)));
+        if let Some(h) = hi.filter(|h| self.zero_from(h, p)) {
+            return if h.inclusive && lo.is_none() {
+                vec![self.zeros(p)]
+            } else {
+                Vec::new()
+            };
+        }
+        if lo.is_none() && hi.is_none() {
+            return vec![self.any(p)];
+        }
+        // Ending here reads as zeros: below any remaining `lo` digits, and
+        // below the remaining `hi` digits, which are not all zero.
+        let may_end = p >= self.int_digits && lo.is_none();
+        if let Some(h) = hi.filter(|h| may_end && p < self.end() && self.digit(h, p) == 0) {
+            return self.zero_run(p, h);
+        }
+        let mut alts: Vec<Expr> = Vec::new();
+        if may_end {
+            alts.push(Expr::empty());
+        }
+        if p < self.end() {
+            for (a, b, rests) in self.digit_groups(p, lo, hi) {
+                let rests = fold_end(rests);
+                if rests.len() <= FLAT_ALTERNATIVES {
+                    alts.extend(
+                        rests
+                            .into_iter()
+                            .map(|rest| self.after_point(p, digits_then(a, b, rest))),
+                    );
+                } else {
+                    let nested = digits_then(a, b, Expr::alt(rests));
+                    alts.push(self.after_point(p, nested));
+                }
+            }
+        }
+        alts
+    }
+
+    /// [`Layout::suffix`] at a fraction position `p` where `hi` (with no
+    /// `lo`) has a run of zero digits, not all its remaining digits: up to
+    /// that many zeros, or all of them and then what may follow them. This
+    /// keeps runs of zeros (`maximum: 0.0001`) flat.
+    fn zero_run(&self, p: usize, hi: &Side) -> Vec<Expr> {
+        let run = (p..self.end())
+            .take_while(|&q| self.digit(hi, q) == 0)
+            .count();
+        let zeros = |min: usize| {
+            if min == run {
+                Expr::lit("0".repeat(run))
+            } else {
+                Expr::lit("0").repeat(count(min), Some(count(run)))
+            }
+        };
+        let short = if p == self.int_digits {
+            Expr::seq([Expr::lit("."), zeros(1)]).opt()
+        } else {
+            zeros(0)
+        };
+        let longs = self
+            .suffix(p + run, None, Some(hi))
+            .into_iter()
+            .filter(|tail| *tail != Expr::empty())
+            .map(|tail| self.after_point(p, Expr::seq([zeros(run), tail])));
+        std::iter::once(short).chain(longs).collect()
+    }
+
+    /// The choices for the digit at position `p`, each with its suffixes:
+    /// adjacent digits with the same suffixes share one class.
+    fn digit_groups(
+        &self,
+        p: usize,
+        lo: Option<&Side>,
+        hi: Option<&Side>,
+    ) -> Vec<(u8, u8, Vec<Expr>)> {
+        let (low, high) = self.span(p);
+        let lo_digit = lo.map(|s| self.digit(s, p));
+        let hi_digit = hi.map(|s| self.digit(s, p));
+        let mut groups: Vec<(u8, u8, Vec<Expr>)> = Vec::new();
+        for d in low..=high {
+            if lo_digit.is_some_and(|l| d < l) || hi_digit.is_some_and(|h| d > h) {
+                continue;
+            }
+            let next_lo = lo.filter(|_| lo_digit == Some(d));
+            let next_hi = hi.filter(|_| hi_digit == Some(d));
+            let rests = self.suffix(p + 1, next_lo, next_hi);
+            if rests.is_empty() {
+                continue;
+            }
+            match groups.last_mut() {
+                Some(last) if last.1 + 1 == d && last.2 == rests => last.1 = d,
+                _ => groups.push((d, d, rests)),
+            }
+        }
+        groups
+    }
+
+    /// `expr`, preceded by the decimal point when it starts the fraction.
+    fn after_point(&self, p: usize, expr: Expr) -> Expr {
+        if p == self.int_digits {
+            Expr::seq([Expr::lit("."), expr])
+        } else {
+            expr
+        }
+    }
+
+    /// Every suffix from position `p`.
+    fn any(&self, p: usize) -> Expr {
+        let k = self.int_digits;
+        match p.cmp(&k) {
+            Ordering::Less => {
+                let (a, b) = self.span(p);
+                let rest = count(k - p - 1);
+                let rest = Expr::seq([any_digit().repeat(rest, Some(rest)), self.frac_any()]);
+                digits_then(a, b, rest)
+            }
+            Ordering::Equal => self.frac_any(),
+            Ordering::Greater => any_digit().repeat(0, Some(count(self.end() - p))),
+        }
+    }
+
+    /// Every suffix from position `p` whose digits are all zero.
+    fn zeros(&self, p: usize) -> Expr {
+        let k = self.int_digits;
+        match p.cmp(&k) {
+            Ordering::Less => Expr::seq([Expr::lit("0".repeat(k - p)), self.zeros(k)]),
+            Ordering::Equal if self.frac_cap == 0 => Expr::empty(),
+            Ordering::Equal => {
+                let zeros = Expr::lit("0").repeat(1, Some(count(self.frac_cap)));
+                Expr::seq([Expr::lit("."), zeros]).opt()
+            }
+            Ordering::Greater => Expr::lit("0").repeat(0, Some(count(self.end() - p))),
+        }
+    }
+
+    /// An optional fraction of any digits: `(\.[0-9]{1,cap})?`.
+    fn frac_any(&self) -> Expr {
+        if self.frac_cap == 0 {
+            return Expr::empty();
+        }
+        let digits = any_digit().repeat(1, Some(count(self.frac_cap)));
+        Expr::seq([Expr::lit("."), digits]).opt()
+    }
+}
+
+/// Alternatives without an empty one: `"" | X | Y` is `X? | Y`.
+fn fold_end(mut alts: Vec<Expr>) -> Vec<Expr> {
+    if alts.len() > 1 && alts[0] == Expr::empty() {
+        alts.remove(0);
+        alts[0] = alts[0].clone().opt();
+    }
+    alts
+}
+
+/// A repetition count (the counts here are at most a few dozen).
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A digit in `a..=b`, then `rest`; `[0-9]` joins a leading `[0-9]{m,n}`
+/// of `rest` into `[0-9]{m+1,n+1}`.
+fn digits_then(a: u8, b: u8, rest: Expr) -> Expr {
+    let mut items = match rest {
+        Expr::Seq(items) => items,
+        other => vec![other],
+    };
+    if (a, b) == (0, 9) {
+        let run = match items.first() {
+            Some(e) if *e == any_digit() => Some((1, Some(1))),
+            Some(Expr::Repeat { expr, min, max }) if **expr == any_digit() => Some((*min, *max)),
+            _ => None,
+        };
+        if let Some((min, max)) = run {
+            items[0] = any_digit().repeat(min + 1, max.map(|m| m + 1));
+            return Expr::seq(items);
+        }
+    }
+    Expr::seq(std::iter::once(digit_class(a, b)).chain(items))
+}
+
+fn any_digit() -> Expr {
+    digit_class(0, 9)
+}
+
+/// The digits `a..=b`, as a literal when there is one.
+fn digit_class(a: u8, b: u8) -> Expr {
+    let (a, b) = (char::from(b'0' + a), char::from(b'0' + b));
+    if a == b {
+        Expr::lit(a)
+    } else {
+        Expr::class(&[(a, b)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use regex::Regex;
+
+    fn d(text: &str) -> Decimal {
+        Decimal::parse(text).unwrap_or_else(|| panic!("bad decimal {text}"))
+    }
+
+    fn inc(text: &str) -> Option<Bound> {
+        Some(Bound::Inclusive(d(text)))
+    }
+
+    fn exc(text: &str) -> Option<Bound> {
+        Some(Bound::Exclusive(d(text)))
+    }
+
+    fn compile(expr: &Expr) -> Regex {
+        let text = expr.to_regex();
+        assert!(!text.contains("RULE:"), "rule reference in {text}");
+        Regex::new(&format!("^(?:{text})$")).unwrap()
+    }
+
+    /// The exact reference: value within the bounds, compared as decimals.
+    fn in_range(x: &Decimal, min: &Option<Bound>, max: &Option<Bound>) -> bool {
+        let above = match min {
+            None => true,
+            Some(Bound::Inclusive(m)) => x >= m,
+            Some(Bound::Exclusive(m)) => x > m,
+        };
+        let below = match max {
+            None => true,
+            Some(Bound::Inclusive(m)) => x <= m,
+            Some(Bound::Exclusive(m)) => x < m,
+        };
+        above && below
+    }
+
+    /// Canonical forms, checked independently of the generator.
+    struct Canonical {
+        integer: Regex,
+        bounded: Regex,
+        unbounded: Regex,
+    }
+
+    impl Canonical {
+        fn new() -> Self {
+            let int = r"-?(?:0|[1-9][0-9]{0,15})";
+            Canonical {
+                integer: Regex::new(&format!("^{int}$")).unwrap(),
+                bounded: Regex::new(&format!(r"^{int}(?:\.[0-9]{{1,16}})?$")).unwrap(),
+                unbounded: Regex::new(&format!(
+                    r"^({int}(?:\.[0-9]{{1,16}})?)(?:[eE][-+]?[0-9]{{1,3}})?$"
+                ))
+                .unwrap(),
+            }
+        }
+
+        /// Whether `s` is in the canonical language, and its value.
+        fn value(&self, s: &str, integer: bool, has_bound: bool) -> Option<Decimal> {
+            let mantissa = if integer {
+                self.integer.is_match(s).then_some(s)?
+            } else if has_bound {
+                self.bounded.is_match(s).then_some(s)?
+            } else {
+                self.unbounded.captures(s)?.get(1)?.as_str()
+            };
+            let m = Decimal::parse(mantissa)?;
+            if m.is_zero() && mantissa.starts_with('-') {
+                return None;
+            }
+            Decimal::parse(s)
+        }
+    }
+
+    /// `value / 10^scale` as minimal decimal text.
+    fn fmt_scaled(value: i128, scale: u32) -> String {
+        let sign = if value < 0 { "-" } else { "" };
+        let mag = value.unsigned_abs();
+        let unit = 10u128.pow(scale);
+        let (int, frac) = (mag / unit, mag % unit);
+        if scale == 0 || frac == 0 {
+            return format!("{sign}{int}");
+        }
+        let frac = format!("{frac:0width$}", width = scale as usize);
+        format!("{sign}{int}.{}", frac.trim_end_matches('0'))
+    }
+
+    /// Textual variants of one value: minimal, and with trailing zeros.
+    fn variants(text: &str, out: &mut Vec<String>) {
+        out.push(text.to_string());
+        if text.contains('.') {
+            out.push(format!("{text}0"));
+        } else {
+            out.push(format!("{text}.0"));
+            out.push(format!("{text}.000"));
+        }
+    }
+
+    /// `x * 10^scale`, rounded down, when it fits.
+    fn scaled_floor(x: &Decimal, scale: u32) -> Option<i128> {
+        let mut shifted = x.clone();
+        if !shifted.is_zero() {
+            shifted.point += i64::from(scale);
+        }
+        if shifted.point > 30 {
+            return None;
+        }
+        shifted.floor().to_i128()
+    }
+
+    const JUNK: &[&str] = &[
+        "",
+        "-",
+        "--1",
+        "+1",
+        "+0",
+        "01",
+        "-01",
+        "00",
+        "-00",
+        "00.5",
+        "1.",
+        "-1.",
+        ".5",
+        "-.5",
+        "0.",
+        " 1",
+        "1 ",
+        "0x10",
+        "1.2.3",
+        "NaN",
+        "Infinity",
+        "-Infinity",
+        "1e",
+        "1e+",
+        "e5",
+        "1e2",
+        "1E2",
+        "1e-2",
+        "1e+2",
+        "-1e2",
+        "0e0",
+        "1.5e3",
+        "2.5E-2",
+        "1e1000",
+        "1e0001",
+        "-0",
+        "-0.0",
+        "-0.00",
+        "-0.000",
+        "-0e0",
+        "-0.0e1",
+        "0",
+        "0.0",
+        "0.00",
+        "0.0000000000000000",
+        "0.00000000000000000",
+        "1",
+        "-1",
+        "9999999999999999",
+        "-9999999999999999",
+        "10000000000000000",
+        "-10000000000000000",
+        "99999999999999999",
+        "9999999999999999.9999999999999999",
+        "-9999999999999999.9999999999999999",
+        "9999999999999999.99999999999999999",
+        "0.0000000000000001",
+        "-0.0000000000000001",
+        "0.00000000000000001",
+        "1.0000000000000000",
+        "1.00000000000000000",
+        "0.9999999999999999",
+        "1.0000000000000001",
+        "2147483647",
+        "2147483648",
+        "-2147483648",
+        "-2147483649",
+        "10000000000",
+        "10000000000.0000000000000001",
+        "9999999999.9999999999999999",
+        "0.0001",
+        "0.00009",
+        "0.00010000",
+        "0.0000999999999999",
+    ];
+
+    /// Candidate strings around the bounds: integers, a decimal grid of up
+    /// to 3 fraction digits within 3 of each bound, a finer grid at the
+    /// bound's own precision, trailing-zero forms and malformed numerals.
+    fn candidates(min: &Option<Bound>, max: &Option<Bound>, grid: bool) -> Vec<String> {
+        let mut out: Vec<String> = JUNK.iter().map(|s| s.to_string()).collect();
+        for i in -120..=120 {
+            variants(&i.to_string(), &mut out);
+        }
+        for bound in [min, max].into_iter().flatten() {
+            let b = bound.value();
+            let Some(center) = scaled_floor(b, 0) else {
+                continue;
+            };
+            for i in center - 40..=center + 40 {
+                variants(&i.to_string(), &mut out);
+            }
+            let precision = u32::try_from((b.digits_len() - b.point).max(0))
+                .unwrap_or(0)
+                .min(17);
+            let scales: &[u32] = if grid { &[1, 2, 3] } else { &[1] };
+            for &scale in scales {
+                let c = scaled_floor(b, scale).unwrap_or(0);
+                let reach = 3 * 10i128.pow(scale);
+                for v in c - reach..=c + reach {
+                    let text = fmt_scaled(v, scale);
+                    if v % 7 == 0 {
+                        variants(&text, &mut out);
+                    } else {
+                        out.push(text);
+                    }
+                }
+            }
+            for scale in [precision, precision + 1, 16, 17] {
+                if let Some(c) = scaled_floor(b, scale) {
+                    for v in c - 25..=c + 25 {
+                        variants(&fmt_scaled(v, scale), &mut out);
+                    }
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Checks the grammar of a range against the reference on every
+    /// candidate; returns how many strings were checked.
+    fn check(integer: bool, min: Option<Bound>, max: Option<Bound>, grid: bool) -> usize {
+        let canonical = Canonical::new();
+        let built = if integer {
+            integer_range(min.as_ref(), max.as_ref())
+        } else {
+            number_range(min.as_ref(), max.as_ref())
+        };
+        let candidates = candidates(&min, &max, grid);
+        let Ok(expr) = built else {
+            // An empty range: nothing canonical may be in it.
+            for s in &candidates {
+                let has_bound = min.is_some() || max.is_some();
+                if let Some(x) = canonical.value(s, integer, has_bound) {
+                    assert!(
+                        !in_range(&x, &min, &max),
+                        "{min:?}..{max:?} reported empty but holds {s}"
+                    );
+                }
+            }
+            return candidates.len();
+        };
+        let re = compile(&expr);
+        assert!(
+            !expr.to_gbnf().contains("\"\""),
+            "empty literal in {}",
+            expr.to_gbnf()
+        );
+        assert!(depth(&expr) <= 12, "too deep: {}", expr.to_gbnf());
+        let has_bound = min.is_some() || max.is_some();
+        for s in &candidates {
+            let matched = re.is_match(s);
+            let expected = canonical
+                .value(s, integer, has_bound)
+                .is_some_and(|x| in_range(&x, &min, &max));
+            if matched {
+                // Soundness, independently of the canonical-form oracle.
+                let x = Decimal::parse(s).unwrap_or_else(|| panic!("{s} is no JSON number"));
+                assert!(!integer || x.is_integer(), "{s}");
+                assert!(
+                    in_range(&x, &min, &max),
+                    "{min:?}..{max:?} matches out-of-range {s}"
+                );
+            }
+            assert_eq!(
+                matched,
+                expected,
+                "integer={integer} {min:?}..{max:?} on {s:?}\ngrammar: {}",
+                expr.to_gbnf()
+            );
+        }
+        candidates.len()
+    }
+
+    type Case = (Option<Bound>, Option<Bound>);
+
+    fn table() -> Vec<Case> {
+        vec![
+            (None, None),
+            (inc("0"), None),
+            (exc("0"), None),
+            (None, inc("0")),
+            (None, exc("0")),
+            (inc("0"), inc("100")),
+            (inc("1"), inc("100")),
+            (exc("0"), exc("100")),
+            (inc("-90"), inc("90")),
+            (inc("-180"), exc("180")),
+            (inc("-100"), inc("-5")),
+            (exc("-100"), exc("-5")),
+            (inc("-7"), inc("13")),
+            (inc("-2147483648"), inc("2147483647")),
+            (inc("0.0001"), None),
+            (None, inc("1e10")),
+            (inc("0.5"), exc("10")),
+            (exc("-0.5"), inc("0.5")),
+            (inc("1.5"), inc("1.5")),
+            (inc("1.5"), inc("2.25")),
+            (exc("1.5"), exc("2.25")),
+            (inc("-2.25"), exc("-1.5")),
+            (None, inc("1.5")),
+            (None, exc("2")),
+            (exc("-2"), None),
+            (inc("-1.001"), inc("-0.999")),
+            (inc("0.1"), inc("0.2")),
+            (exc("0.999"), exc("1.001")),
+            (inc("99.99"), inc("100.01")),
+            (inc("1e-20"), None),
+            (exc("0"), inc("1e-17")),
+            (inc("1e-17"), inc("2e-17")),
+            (inc("1.00000000000000001"), inc("1.00000000000000009")),
+            (inc("0.12345678901234567"), None),
+            (None, exc("0.12345678901234567")),
+            (inc("-1e30"), inc("1e30")),
+            (inc("1e30"), None),
+            (None, inc("-1e30")),
+            (inc("9999999999999999"), None),
+            (None, inc("-9999999999999999.5")),
+            (inc("-10000000000000000"), exc("10000000000000000")),
+            (exc("9999999999999999.9999999999999998"), None),
+            (inc("5"), inc("3")),
+            (exc("3"), exc("3")),
+            (inc("3"), exc("3")),
+            (exc("1.2"), exc("1.8")),
+            (inc("1.2"), inc("1.8")),
+            (exc("1"), exc("2")),
+            (inc("1e300"), None),
+            (inc("-1e-300"), inc("1e-300")),
+        ]
+    }
+
+    #[test]
+    fn numbers_match_the_reference_exactly() {
+        let mut checked = 0;
+        for (min, max) in table() {
+            checked += check(false, min, max, true);
+        }
+        println!("number table: {checked} strings checked");
+        assert!(checked > 400_000, "{checked}");
+    }
+
+    #[test]
+    fn integers_match_the_reference_exactly() {
+        let mut checked = 0;
+        for (min, max) in table() {
+            checked += check(true, min, max, false);
+        }
+        // Every integer of a wide window, for the small ranges.
+        for (min, max) in [
+            (inc("0"), inc("100")),
+            (inc("-90"), inc("90")),
+            (exc("-1000"), exc("-17.5")),
+        ] {
+            let re = compile(&integer_range(min.as_ref(), max.as_ref()).unwrap());
+            for i in -2000..=2000 {
+                let expected = in_range(&Decimal::from_i128(i), &min, &max);
+                assert_eq!(re.is_match(&i.to_string()), expected, "{i}");
+                checked += 1;
+            }
+        }
+        println!("integer table: {checked} strings checked");
+        assert!(checked > 20_000, "{checked}");
+    }
+
+    /// A small deterministic generator (no dependency on `rand`).
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n
+        }
+
+        fn decimal(&mut self) -> String {
+            let sign = if self.next(2) == 0 { "-" } else { "" };
+            let int = match self.next(4) {
+                0 => 0,
+                1 => self.next(10),
+                2 => self.next(100),
+                _ => self.next(1000),
+            };
+            match self.next(3) {
+                0 => format!("{sign}{int}"),
+                1 => format!("{sign}{int}.{}", self.next(10)),
+                _ => format!("{sign}{int}.{:03}", self.next(1000)),
+            }
+        }
+
+        /// Wider: up to 7 integer digits and 6 fraction digits, or powers
+        /// of ten far beyond the caps either way.
+        fn wide_decimal(&mut self) -> String {
+            let sign = if self.next(2) == 0 { "-" } else { "" };
+            match self.next(8) {
+                0 => format!("{sign}1e{}", self.next(40) as i64 - 20),
+                1 => format!("{sign}{}e-{}", self.next(100), self.next(20)),
+                _ => {
+                    let int_digits = self.next(8) as u32;
+                    let int = self.next(10u64.pow(int_digits));
+                    let digits = self.next(7) as usize;
+                    let frac = self.next(10u64.pow(digits as u32));
+                    if digits == 0 {
+                        format!("{sign}{int}")
+                    } else {
+                        format!("{sign}{int}.{frac:0digits$}")
+                    }
+                }
+            }
+        }
+
+        fn bound_of(&mut self, text: String) -> Option<Bound> {
+            let value = d(&text);
+            match self.next(5) {
+                0 => None,
+                1 | 2 => Some(Bound::Inclusive(value)),
+                _ => Some(Bound::Exclusive(value)),
+            }
+        }
+    }
+
+    #[test]
+    fn random_ranges_match_the_reference_exactly() {
+        let mut rng = Lcg(0x5eed);
+        let mut checked = 0;
+        for i in 0..400 {
+            let (min, max) = if i % 2 == 0 {
+                let (a, b) = (rng.decimal(), rng.decimal());
+                (rng.bound_of(a), rng.bound_of(b))
+            } else {
+                let (a, b) = (rng.wide_decimal(), rng.wide_decimal());
+                (rng.bound_of(a), rng.bound_of(b))
+            };
+            if min.is_none() && max.is_none() {
+                continue;
+            }
+            checked += check(false, min.clone(), max.clone(), false);
+            checked += check(true, min, max, false);
+        }
+        println!("random ranges: {checked} strings checked");
+        assert!(checked > 300_000, "{checked}");
+    }
+
+    #[test]
+    fn empty_ranges_are_errors_naming_the_bounds() {
+        let empty = [
+            (true, inc("5"), inc("3")),
+            (false, inc("5"), inc("3")),
+            (false, exc("3"), exc("3")),
+            (false, inc("3"), exc("3")),
+            (false, exc("0"), exc("0")),
+            (true, exc("1"), exc("2")),
+            (true, inc("1.2"), inc("1.8")),
+            (true, inc("1e300"), None),
+            (false, inc("1e300"), None),
+            (true, None, inc("-1e17")),
+            (false, inc("1e-17"), inc("2e-17")),
+            (false, exc("9999999999999999.9999999999999999"), None),
+        ];
+        for (integer, min, max) in empty {
+            let result = if integer {
+                integer_range(min.as_ref(), max.as_ref())
+            } else {
+                number_range(min.as_ref(), max.as_ref())
+            };
+            assert!(
+                matches!(result, Err(RangeError::Empty { .. })),
+                "{min:?}..{max:?}: {result:?}"
+            );
+        }
+        let err = number_range(exc("1.5").as_ref(), inc("1").as_ref()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "exclusiveMinimum 1.5, maximum 1: no number in this range can be generated"
+        );
+        assert_eq!(
+            integer_range(inc("1.2").as_ref(), exc("2").as_ref()).unwrap_err(),
+            RangeError::Empty {
+                kind: "integer",
+                min: "minimum 1.2".into(),
+                max: "exclusiveMaximum 2".into()
+            }
+        );
+    }
+
+    #[test]
+    fn unbounded_forms() {
+        let re = compile(&number_range(None, None).unwrap());
+        for ok in [
+            "0",
+            "0e5",
+            "1e2",
+            "-1.5E-300",
+            "0.0",
+            "-0.5e+1",
+            "12.50",
+            "1E999",
+            "-9999999999999999.9999999999999999e-999",
+        ] {
+            assert!(re.is_match(ok), "{ok}");
+        }
+        for bad in [
+            "-0", "-0e1", "-0.0e1", "-0.00", "1e1000", "1e", ".5e1", "+1e1", "01e1", "1.e1",
+        ] {
+            assert!(!re.is_match(bad), "{bad}");
+        }
+    }
+
+    /// Nesting depth of groups (alternations and repetitions of compounds).
+    fn depth(expr: &Expr) -> usize {
+        match expr {
+            Expr::Seq(items) => items.iter().map(depth).max().unwrap_or(0),
+            Expr::Alt(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+            Expr::Repeat { expr, .. } => 1 + depth(expr),
+            _ => 0,
+        }
+    }
+
+    #[test]
+    fn typical_grammars_are_small() {
+        let cases: Vec<(bool, Case)> = vec![
+            (true, (inc("0"), inc("100"))),
+            (true, (inc("-90"), inc("90"))),
+            (true, (inc("-2147483648"), inc("2147483647"))),
+            (false, (inc("0"), None)),
+            (false, (exc("0"), None)),
+            (false, (inc("0.5"), exc("10"))),
+            (false, (inc("0.0001"), None)),
+            (false, (None, inc("1e10"))),
+            (false, (inc("-90"), inc("90"))),
+            (false, (inc("-180"), exc("180"))),
+            (false, (None, None)),
+        ];
+        let extreme: Vec<(bool, Case)> = vec![
+            (
+                false,
+                (inc("0.1234567890123456"), inc("0.1234567890123457")),
+            ),
+            (
+                false,
+                (exc("-0.1234567890123456"), inc("1.1234567890123457")),
+            ),
+            (
+                false,
+                (exc("1e15"), inc("9999999999999999.9999999999999999")),
+            ),
+            (
+                false,
+                (inc("-9999999999999999.9999999999999999"), exc("-1e-16")),
+            ),
+        ];
+        let limits = std::iter::repeat_n(700, cases.len()).chain(std::iter::repeat(2500));
+        for ((integer, (min, max)), limit) in cases.into_iter().chain(extreme).zip(limits) {
+            let expr = if integer {
+                integer_range(min.as_ref(), max.as_ref())
+            } else {
+                number_range(min.as_ref(), max.as_ref())
+            }
+            .unwrap();
+            let gbnf = expr.to_gbnf();
+            println!("integer={integer} {min:?}..{max:?}:\n  {gbnf}");
+            assert!(gbnf.len() < limit, "{} > {limit}: {gbnf}", gbnf.len());
+            assert!(depth(&expr) <= 12, "{gbnf}");
+        }
+    }
+
+    #[test]
+    fn golden_grammars() {
+        let gbnf = |integer: bool, min: Option<Bound>, max: Option<Bound>| {
+            let built = if integer {
+                integer_range(min.as_ref(), max.as_ref())
+            } else {
+                number_range(min.as_ref(), max.as_ref())
+            };
+            built.unwrap().to_gbnf()
+        };
+        assert_eq!(gbnf(true, None, None), r#"("-"? [1-9] [0-9]{0,15}) | "0""#);
+        assert_eq!(
+            gbnf(true, inc("0"), inc("100")),
+            r#""0" | ([1-9] [0-9]?) | "100""#
+        );
+        assert_eq!(
+            gbnf(true, inc("-90"), inc("90")),
+            r#"("-"? ([1-9] | ([1-8] [0-9]) | "90")) | "0""#
+        );
+        assert_eq!(gbnf(true, exc("0"), None), r#"[1-9] [0-9]{0,15}"#);
+        assert_eq!(gbnf(true, inc("-5"), inc("-3")), r#""-" [3-5]"#);
+        assert_eq!(
+            gbnf(true, inc("-128"), inc("127")).matches("128").count(),
+            1
+        );
+        assert_eq!(
+            gbnf(false, inc("0.5"), exc("10")),
+            r#"("0." [5-9] [0-9]{0,15}) | ([1-9] ("." [0-9]{1,16})?)"#
+        );
+        assert_eq!(
+            gbnf(false, inc("0"), None),
+            r#"("0" | ([1-9] [0-9]{0,15})) ("." [0-9]{1,16})?"#
+        );
+        assert!(gbnf(false, None, inc("1.5"))
+            .ends_with(r#" | ("1" ("." [0-4] [0-9]{0,15})?) | ("1.5" "0"{0,15})"#));
+        assert_eq!(
+            gbnf(false, inc("1"), inc("1.05")),
+            r#"("1" ".0"?) | ("1.0" [0-4] [0-9]{0,14}) | ("1.05" "0"{0,14})"#
+        );
+        assert!(gbnf(false, None, inc("0")).ends_with(r#" | ("0" ("." "0"{1,16})?)"#));
+    }
+
+    #[test]
+    fn decimals_parse_json_syntax_exactly() {
+        for (text, shown) in [
+            ("1", "1"),
+            ("-0.5", "-0.5"),
+            ("1e3", "1000"),
+            ("2.5E-2", "0.025"),
+            ("-0", "0"),
+            ("-0.000e7", "0"),
+            ("100.2500", "100.25"),
+            ("0.0001", "0.0001"),
+            ("1e300", "1e300"),
+            ("-12.5e-40", "-1.25e-39"),
+            ("123e+2", "12300"),
+            ("1e99999999999999999999999", "1e1099511627776"),
+        ] {
+            assert_eq!(d(text).to_string(), shown, "{text}");
+            assert_eq!(d(shown), d(text), "{text}");
+        }
+        for bad in [
+            "", "-", "+1", "01", "-01", "1.", ".5", "1e", "1e+", "1.5.2", " 1", "1 ", "0x1", "NaN",
+            "1_0", "１",
+        ] {
+            assert_eq!(Decimal::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn decimals_order_by_value() {
+        let grid: Vec<i128> = (-2500..=2500)
+            .step_by(7)
+            .chain([-100_000, 0, 99_999, 100_000])
+            .collect();
+        for &a in &grid {
+            for &b in grid.iter().step_by(3) {
+                let (x, y) = (d(&fmt_scaled(a, 3)), d(&fmt_scaled(b, 3)));
+                assert_eq!(x.cmp(&y), a.cmp(&b), "{a} {b}");
+                assert_eq!(x == y, a == b);
+            }
+        }
+        assert_eq!(d("1.50"), d("1.5"));
+        assert_eq!(d("1.5e1"), d("15"));
+        assert!(d("1e-300") > Decimal::zero());
+        assert!(d("-1e-300") < Decimal::zero());
+        assert!(d("-1e300") < d("-1e299"));
+        assert!(d("1e300") > d("9999999999999999"));
+    }
+
+    #[test]
+    fn decimals_round_to_integers() {
+        for (text, floor, ceil) in [
+            ("1.5", "1", "2"),
+            ("-1.5", "-2", "-1"),
+            ("-0.5", "-1", "0"),
+            ("0.5", "0", "1"),
+            ("9.99", "9", "10"),
+            ("-9.99", "-10", "-9"),
+            ("3", "3", "3"),
+            ("-3", "-3", "-3"),
+            ("1e-300", "0", "1"),
+            ("99.9e1", "999", "999"),
+            ("999.9", "999", "1000"),
+        ] {
+            assert_eq!(d(text).floor(), d(floor), "floor {text}");
+            assert_eq!(d(text).ceil(), d(ceil), "ceil {text}");
+        }
+        assert!(d("1e3").is_integer());
+        assert!(!d("1.5").is_integer());
+        assert!(d("0").is_integer());
+        assert_eq!(d("-1.2e3").to_i128(), Some(-1200));
+        assert_eq!(d("1.5").to_i128(), None);
+        assert_eq!(d("1e50").to_i128(), None);
+    }
+
+    #[test]
+    fn decimals_from_serde_json() {
+        let values: Vec<serde_json::Value> = serde_json::from_str(
+            "[1, -0.5, 1e16, 0.1, 18446744073709551615, -9223372036854775808, 2.5e-7, -0.0, 1.0]",
+        )
+        .unwrap();
+        let expected = [
+            "1",
+            "-0.5",
+            "10000000000000000",
+            "0.1",
+            "18446744073709551615",
+            "-9223372036854775808",
+            "0.00000025",
+            "0",
+            "1",
+        ];
+        for (v, e) in values.iter().zip(expected) {
+            let serde_json::Value::Number(n) = v else {
+                panic!("{v}")
+            };
+            assert_eq!(Decimal::from_json(n), Some(d(e)), "{v}");
+        }
+    }
+}

@@ -1,0 +1,127 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Displace\Infer\Tests;
+
+use Displace\Infer\InferenceException;
+use Displace\Infer\Prompt;
+
+/** The `schema` and `grammar` options of chat() and raw(). */
+final class StructuredOutputTest extends InferTestCase
+{
+    private const PERSON = ['type' => 'object', 'properties' => [
+        'name' => ['type' => 'string'], 'age' => ['type' => 'integer'], 'city' => ['type' => 'string'],
+    ]];
+
+    public function testTheSpecExtractionExample(): void
+    {
+        $r = self::model()->chat(
+            Prompt::system('Extract the data. Output JSON only.')->withUser('Maria is 31 years old and lives in Lisbon.'),
+            maxTokens: 128,
+            options: ['schema' => self::PERSON],
+        );
+        $this->assertSame('eos', $r->finishReason());
+        $data = json_decode($r->answer(), true, flags: JSON_THROW_ON_ERROR);
+        $this->assertSame(['name', 'age', 'city'], array_keys($data));
+        $this->assertIsString($data['name']);
+        $this->assertIsInt($data['age']);
+        $this->assertIsString($data['city']);
+        $this->assertSame($data, $r->json());
+    }
+
+    public function testSchemaAsJsonTextWorksLikeTheArray(): void
+    {
+        $p = Prompt::user('Maria is 31 years old and lives in Lisbon.');
+        $fromArray = self::model()->chat($p, options: ['schema' => self::PERSON])->text();
+        $fromJson = self::model()->chat($p, options: ['schema' => json_encode(self::PERSON)])->text();
+        $this->assertSame($fromArray, $fromJson);
+    }
+
+    public function testEnumSchemaYieldsOneOfItsMembers(): void
+    {
+        $colors = ['red', 'green', 'blue'];
+        foreach ([1, 2, 3] as $seed) {
+            $r = self::model()->chat(Prompt::user('Pick a color.'), temperature: 1.0, seed: $seed, options: ['schema' => ['enum' => $colors]]);
+            $this->assertContains($r->json(), $colors, $r->text());
+            $this->assertSame('eos', $r->finishReason());
+        }
+    }
+
+    public function testRawGrammarYieldsExactlyYesOrNo(): void
+    {
+        foreach ([1, 2, 3, 4] as $seed) {
+            $out = self::model()->raw('Is the sky blue? Answer:', temperature: 1.0, seed: $seed, options: ['grammar' => 'root ::= "yes" | "no"']);
+            $this->assertContains($out, ['yes', 'no']);
+        }
+    }
+
+    public function testGrammarAppliesFromTheFirstToken(): void
+    {
+        $r = self::model()->chat(Prompt::user('Say hello.'), options: ['grammar' => 'root ::= "<think>" [a-z]{1,5} "</think>" [A-Z]{2}']);
+        $this->assertMatchesRegularExpression('/^<think>[a-z]{1,5}<\/think>[A-Z]{2}$/', $r->text());
+        $this->assertSame('eos', $r->finishReason());
+        $this->assertTrue($r->hasReasoning());
+        $this->assertSame(2, strlen($r->answer()));
+    }
+
+    public function testCutRunFinishesWithLength(): void
+    {
+        $r = self::model()->chat(Prompt::user('Describe Lisbon.'), maxTokens: 4, options: ['schema' => self::PERSON]);
+        $this->assertSame('length', $r->finishReason());
+        $this->assertSame(4, $r->tokensGenerated());
+        $this->assertStringStartsWith('{"', $r->text());
+        $this->assertThrows(InferenceException::class, 'answer is not valid JSON', fn () => $r->json());
+    }
+
+    public function testJsonDecodesLikeJsonDecodeAssoc(): void
+    {
+        $grammar = 'root ::= "{\"1\": 12345678901234567890, \"x\": {}, \"l\": [1.5, null, true], \"07\": \"a\"}"';
+        $r = self::model()->chat(Prompt::user('go'), options: ['grammar' => $grammar]);
+        $this->assertSame(json_decode($r->answer(), true), $r->json());
+        $this->assertSame([1, 'x', 'l', '07'], array_keys($r->json()));
+    }
+
+    public function testRequiredMakesOtherPropertiesOptional(): void
+    {
+        $schema = ['type' => 'object', 'properties' => ['a' => ['type' => 'integer'], 'b' => ['type' => 'integer']], 'required' => ['b']];
+        $g = \Displace\Infer\Grammar::fromSchema($schema);
+        $this->assertStringContainsString('"\"a\": "', $g);
+        $out = self::model()->raw('{"b": 1}', options: ['schema' => $schema]);
+        $decoded = json_decode($out, true, flags: JSON_THROW_ON_ERROR);
+        $this->assertArrayHasKey('b', $decoded);
+    }
+
+    /** @return array<string, array{array<string, mixed>, string}> */
+    public static function badConstraints(): array
+    {
+        return [
+            'schema and grammar together' => [['schema' => ['type' => 'string'], 'grammar' => 'root ::= "x"'], 'options "schema" and "grammar" are mutually exclusive'],
+            'schema of the wrong type' => [['schema' => 42], 'schema must be an array or a JSON string, got int'],
+            'schema that is not JSON' => [['schema' => '{"type": '], 'schema is not valid JSON'],
+            'unsupported keyword' => [['schema' => ['type' => 'object', 'properties' => ['tags' => ['not' => ['type' => 'string']]]]], 'unsupported keyword "not" at /properties/tags'],
+            'minLength above maxLength' => [['schema' => ['type' => 'string', 'minLength' => 5, 'maxLength' => 1]], 'keyword "minLength" 5 is greater than "maxLength" 1'],
+            'empty enum' => [['schema' => ['enum' => []]], '"enum" must not be empty'],
+            'unresolvable ref' => [['schema' => ['$ref' => '#/$defs/nope']], '$ref "#/$defs/nope" points to nothing'],
+            'ref without base case' => [['schema' => ['$ref' => '#']], 'recurses with no base case'],
+            'NAN in a schema' => [['schema' => ['type' => 'number', 'maximum' => NAN]], 'schema holds NAN at /maximum'],
+            'grammar without root' => [['grammar' => 'answer ::= "x"'], 'invalid grammar: line 1, column 1: grammar has no "root" rule'],
+            'grammar that does not parse' => [['grammar' => 'root ::= "x'], 'invalid grammar: line 1'],
+            'grammar of the wrong type' => [['grammar' => ['root ::= "x"']], 'option "grammar" must be a GBNF string, got array'],
+        ];
+    }
+
+    /** @dataProvider badConstraints */
+    public function testBadConstraintsThrowWithTheReason(array $options, string $message): void
+    {
+        $this->assertThrows(InferenceException::class, $message, fn () => self::model()->chat(Prompt::user('hi'), options: $options));
+        $this->assertThrows(InferenceException::class, $message, fn () => self::model()->raw('hi', options: $options));
+    }
+
+    public function testRecursivePhpArrayIsRefused(): void
+    {
+        $schema = ['type' => 'object'];
+        $schema['properties']['self'] = &$schema;
+        $this->assertThrows(InferenceException::class, 'schema nesting is deeper than 128 levels', fn () => self::model()->chat(Prompt::user('hi'), options: ['schema' => $schema]));
+    }
+}

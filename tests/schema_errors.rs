@@ -1,0 +1,209 @@
+//! Every way a schema is refused: the message names the keyword and the JSON
+//! pointer, and nothing panics.
+
+use infer::schema;
+use serde_json::{json, Value};
+
+fn error_of(schema: Value) -> String {
+    match schema::to_gbnf(&schema) {
+        Ok(g) => panic!("expected an error for {schema}, got a grammar:\n{g}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn each_bad_schema_gets_a_precise_message() {
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!({"type": "object", "properties": {"tags": {"not": {"type": "string"}}}}),
+            "unsupported keyword \"not\" at /properties/tags (supported: type, enum,",
+        ),
+        (
+            json!({"type": "string", "minLenght": 3}),
+            "unknown keyword \"minLenght\" at the root (#) (did you mean \"minLength\"?)",
+        ),
+        (
+            json!({"type": "array", "uniqueItems": true}),
+            "unsupported keyword \"uniqueItems\" at the root (#) (supported: ",
+        ),
+        (json!({"type": "strin"}), "unknown type \"strin\""),
+        (
+            json!({"type": 5}),
+            "keyword \"type\" must be a type name or an array of type names",
+        ),
+        (
+            json!({"type": []}),
+            "schema can never be satisfied: \"type\" is an empty list",
+        ),
+        (
+            json!({"type": "string", "minLength": 5, "maxLength": 3}),
+            "keyword \"minLength\" 5 is greater than \"maxLength\" 3 at the root (#)",
+        ),
+        (
+            json!({"type": "array", "minItems": 4, "maxItems": 1}),
+            "keyword \"minItems\" 4 is greater than \"maxItems\" 1",
+        ),
+        (
+            json!({"type": "object", "minProperties": 3, "maxProperties": 2}),
+            "keyword \"minProperties\" 3 is greater than \"maxProperties\" 2",
+        ),
+        (
+            json!({"type": "string", "minLength": -1}),
+            "keyword \"minLength\" must be a non-negative integer",
+        ),
+        (
+            json!({"type": "string", "minLength": 1.5}),
+            "keyword \"minLength\" must be a non-negative integer",
+        ),
+        (
+            json!({"type": "string", "maxLength": "3"}),
+            "keyword \"maxLength\" must be a non-negative integer",
+        ),
+        (
+            json!({"type": "string", "minLength": 20000000}),
+            "\"minLength\" 20000000 exceeds the limit 10000",
+        ),
+        (
+            json!({"type": "array", "minItems": 1000000000}),
+            "\"minItems\" 1000000000 exceeds the limit 10000",
+        ),
+        (json!({"enum": []}), "\"enum\" must not be empty"),
+        (json!({"enum": "red"}), "keyword \"enum\" must be an array"),
+        (
+            json!({"type": "integer", "minimum": 10, "maximum": 1}),
+            "keyword \"minimum\" 10 is above \"maximum\" 1",
+        ),
+        (
+            json!({"type": "integer", "minimum": "0"}),
+            "keyword \"minimum\" must be a number",
+        ),
+        (
+            json!({"type": "string", "format": "int32"}),
+            "unsupported format \"int32\" at the root (#) (supported: date, time, date-time",
+        ),
+        (
+            json!({"type": "string", "pattern": "^(?=a)b"}),
+            "pattern \"^(?=a)b\"",
+        ),
+        (json!({"type": "string", "pattern": "(a"}), "pattern \"(a\""),
+        (
+            json!({"type": "string", "pattern": 5}),
+            "keyword \"pattern\" must be a string",
+        ),
+        (
+            json!({"$ref": "http://example.com/schema.json"}),
+            "remote $ref \"http://example.com/schema.json\" is not supported",
+        ),
+        (
+            json!({"$ref": "#/$defs/missing"}),
+            "$ref \"#/$defs/missing\" points to nothing in this schema",
+        ),
+        (json!({"$ref": "#anchor"}), "is not a JSON pointer"),
+        (json!({"$ref": 7}), "keyword \"$ref\" must be a string"),
+        (json!({"$ref": "#"}), "recurses with no base case"),
+        (
+            json!({"$defs": {"a": {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}}, "required": ["x"]}}, "$ref": "#/$defs/a"}),
+            "recurses with no base case",
+        ),
+        (
+            json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
+            "oneOf branches 0 and 1 are not provably exclusive",
+        ),
+        (
+            json!({"allOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]}),
+            "allOf cannot be merged into one schema: branch 1: two different patterns",
+        ),
+        (
+            json!({"type": "string", "pattern": "^a+$", "maxLength": 3}),
+            "cannot be combined with \"minLength\"/\"maxLength\"",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["b"], "additionalProperties": false}),
+            "schema can never be satisfied",
+        ),
+        (json!(false), "schema can never be satisfied"),
+        (
+            json!(42),
+            "schema must be an object or a boolean, got number",
+        ),
+        (
+            json!({"properties": 3}),
+            "keyword \"properties\" must be an object of schemas",
+        ),
+        (
+            json!({"required": "a"}),
+            "keyword \"required\" must be an array of strings",
+        ),
+        (
+            json!({"anyOf": []}),
+            "keyword \"anyOf\" must be a non-empty array of schemas",
+        ),
+        (
+            json!({"allOf": {}}),
+            "keyword \"allOf\" must be a non-empty array of schemas",
+        ),
+        (
+            json!({"$defs": 1}),
+            "keyword \"$defs\" must be an object of schemas",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (schema, expected) in cases {
+        let got = error_of(schema.clone());
+        if !got.contains(expected) {
+            failures.push(format!(
+                "{schema}\n  expected: {expected}\n  got:      {got}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn pointers_locate_nested_errors() {
+    let e = schema::to_gbnf(&json!({
+        "type": "object",
+        "properties": {"a~b/c": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"uniqueItems": true}]}}}
+    }))
+    .unwrap_err();
+    assert_eq!(e.pointer, "/properties/a~0b~1c/items/anyOf/1");
+    assert_eq!(e.keyword(), Some("uniqueItems"));
+}
+
+#[test]
+fn annotations_are_ignored() {
+    let g = schema::to_gbnf(&json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "x", "title": "t", "description": "d",
+        "default": 1, "examples": [1], "$comment": "c", "deprecated": false, "readOnly": true, "writeOnly": false,
+        "type": "integer"
+    }));
+    assert!(g.is_ok(), "{g:?}");
+}
+
+#[test]
+fn hostile_schemas_fail_fast() {
+    // 10,000 levels of nesting.
+    let mut deep = json!({"type": "string"});
+    for _ in 0..10_000 {
+        // Built by moving, not with json!, which would copy the whole value each time.
+        let mut level = serde_json::Map::new();
+        level.insert("type".into(), json!("array"));
+        level.insert("items".into(), deep);
+        deep = Value::Object(level);
+    }
+    let started = std::time::Instant::now();
+    let e = schema::to_gbnf(&deep).unwrap_err().to_string();
+    assert!(
+        e.contains("nesting is deeper than the limit of 128 levels"),
+        "{e}"
+    );
+    assert!(started.elapsed().as_secs_f64() < 1.0);
+    // Avoid a recursive drop of the deep value on the test thread's stack.
+    std::mem::forget(deep);
+
+    // A wide anyOf of objects intersected with allOf.
+    let wide: Vec<Value> = (0..2000).map(|i| json!({"const": i})).collect();
+    let started = std::time::Instant::now();
+    let _ = schema::to_gbnf(&json!({"anyOf": wide, "allOf": [{"type": "integer"}]}));
+    assert!(started.elapsed().as_secs_f64() < 2.0);
+}
