@@ -22,3 +22,17 @@ printf(
     $response->finishReason(),
     $ms,
 );
+
+// Structured output: the JSON Schema makes the shape impossible to get wrong.
+$schema = ['type' => 'object', 'properties' => [
+    'name' => ['type' => 'string'], 'age' => ['type' => 'integer'], 'city' => ['type' => 'string'],
+]];
+$response = $model->chat(
+    Prompt::system('Extract the data. Output JSON only.')->withUser('Maria is 31 years old and lives in Lisbon.'),
+    maxTokens: 128,
+    options: ['schema' => $schema],
+);
+echo "\nExtraction from \"Maria is 31 years old and lives in Lisbon.\":\n";
+echo "   ", $response->answer(), "\n";
+var_export($response->json());
+echo "\n";

@@ -36,7 +36,7 @@ final class GrammarTest extends InferTestCase
 
     public function testFromSchemaErrorsAreInferExceptions(): void
     {
-        $this->assertThrows(InferException::class, 'unsupported keyword "not" at /properties/tags', fn () => Grammar::fromSchema(['properties' => ['tags' => ['not' => []]]]));
+        $this->assertThrows(InferException::class, 'unsupported keyword "uniqueItems" at /properties/tags', fn () => Grammar::fromSchema(['properties' => ['tags' => ['uniqueItems' => true]]]));
         $this->assertThrows(InferException::class, 'schema must be an array or a JSON string, got float', fn () => Grammar::fromSchema(1.5));
     }
 

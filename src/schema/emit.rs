@@ -269,6 +269,11 @@ impl Emitter<'_> {
             let name = self.fresh(&format!("{hint}-pattern"));
             self.define(name.clone(), expr);
             Expr::rule(name)
+        } else if !s.not_in.is_empty() {
+            let names: Vec<&str> = s.not_in.iter().map(String::as_str).collect();
+            let name = self.fresh(&format!("{hint}-except"));
+            self.define(name.clone(), strings::content_excluding(&names));
+            Expr::rule(name)
         } else if s.min_len == 0 && s.max_len.is_none() {
             return Ok(self.shared("string"));
         } else {

@@ -48,6 +48,8 @@ pub struct StrNode {
     pub max_len: Option<u64>,
     pub pattern: Option<String>,
     pub format: Option<Format>,
+    /// Values excluded (from `not: {enum: …}`).
+    pub not_in: Vec<String>,
 }
 
 /// Array constraints. Items past `prefix` must match `items` (`Never`: none allowed).
@@ -251,7 +253,7 @@ fn accepts_at(
                 return None;
             }
             let len = text.chars().count() as u64;
-            len >= s.min_len && s.max_len.is_none_or(|m| len <= m)
+            len >= s.min_len && s.max_len.is_none_or(|m| len <= m) && !s.not_in.contains(text)
         }
         (Node::Arr(a), Value::Array(items)) => {
             let n = items.len() as u64;
@@ -486,6 +488,11 @@ pub fn any_of(mut branches: Vec<Node>) -> Node {
 /// format together with length bounds, or a pattern with a format.
 pub fn str_conflict(s: &StrNode) -> Option<String> {
     let lengths = s.min_len > 0 || s.max_len.is_some();
+    if !s.not_in.is_empty() && (lengths || s.pattern.is_some() || s.format.is_some()) {
+        return Some(
+            "cannot exclude values (\"not\") and constrain the string otherwise".to_owned(),
+        );
+    }
     match (&s.pattern, &s.format) {
         (Some(_), Some(_)) => Some("cannot be combined with both \"pattern\" and \"format\"".to_owned()),
         (Some(_), None) if lengths => Some("cannot be combined with \"minLength\"/\"maxLength\" (write the length into the pattern)".to_owned()),
@@ -503,11 +510,18 @@ fn intersect_str(x: &StrNode, y: &StrNode) -> Result<StrNode, String> {
         (Some(f), Some(g)) if f != g => return Err("two different formats".to_owned()),
         (f, g) => f.or(g),
     };
+    let mut not_in = x.not_in.clone();
+    for v in &y.not_in {
+        if !not_in.contains(v) {
+            not_in.push(v.clone());
+        }
+    }
     let node = StrNode {
         min_len: x.min_len.max(y.min_len),
         max_len: min_opt(x.max_len, y.max_len),
         pattern,
         format,
+        not_in,
     };
     match str_conflict(&node) {
         Some(reason) => Err(format!("a merged string schema {reason}")),
@@ -639,6 +653,129 @@ fn objects_exclude(a: &ObjNode, b: &ObjNode, defs: &Defs, depth: usize) -> bool 
             }
         });
     emitted_value_rejected || required_never_emitted
+}
+
+/// Every value except `values` (the meaning of `not: {enum: values}`), or a
+/// subset of that when part of it cannot be written: arrays and objects are
+/// left out when one of them is excluded.
+pub fn all_except(values: &[Value]) -> Node {
+    let mut branches = Vec::new();
+    if !values.contains(&Value::Null) {
+        branches.push(Node::Null);
+    }
+    let bools: Vec<Value> = [true, false]
+        .into_iter()
+        .map(Value::Bool)
+        .filter(|b| !values.contains(b))
+        .collect();
+    match bools.len() {
+        2 => branches.push(Node::Bool),
+        1 => branches.push(Node::Enum(bools)),
+        _ => {}
+    }
+    let mut numbers: Vec<Decimal> = values
+        .iter()
+        .filter_map(|v| v.as_number().and_then(Decimal::from_json))
+        .collect();
+    numbers.sort();
+    numbers.dedup();
+    let mut lower: Option<Bound> = None;
+    for n in numbers {
+        branches.push(Node::Num(NumRange {
+            min: lower.take(),
+            max: Some(Bound::Exclusive(n.clone())),
+        }));
+        lower = Some(Bound::Exclusive(n));
+    }
+    branches.push(Node::Num(NumRange {
+        min: lower,
+        max: None,
+    }));
+    let strings: Vec<String> = values
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    branches.push(Node::Str(StrNode {
+        not_in: strings,
+        ..StrNode::default()
+    }));
+    if !values.iter().any(|v| v.is_array() || v.is_object()) {
+        branches.push(Node::Arr(ArrNode {
+            prefix: Vec::new(),
+            items: Box::new(Node::Any),
+            min_items: 0,
+            max_items: None,
+        }));
+        branches.push(Node::Obj(ObjNode {
+            props: Vec::new(),
+            additional: Box::new(Node::Any),
+            min_props: 0,
+            max_props: None,
+            open_by_default: false,
+        }));
+    }
+    any_of(branches)
+}
+
+/// Values of none of the kinds in `excluded` (`not: {type: …}`). Non-integer
+/// numbers cannot be written apart from integers, so excluding integers
+/// excludes every number (a subset of the true complement).
+pub fn all_kinds_except(excluded: u8) -> Node {
+    let mut branches = Vec::new();
+    if excluded & kind::NULL == 0 {
+        branches.push(Node::Null);
+    }
+    if excluded & kind::BOOL == 0 {
+        branches.push(Node::Bool);
+    }
+    if excluded & (kind::INT | kind::FRAC) == 0 {
+        branches.push(Node::Num(NumRange::default()));
+    }
+    if excluded & kind::STR == 0 {
+        branches.push(Node::Str(StrNode::default()));
+    }
+    if excluded & kind::ARR == 0 {
+        branches.push(Node::Arr(ArrNode {
+            prefix: Vec::new(),
+            items: Box::new(Node::Any),
+            min_items: 0,
+            max_items: None,
+        }));
+    }
+    if excluded & kind::OBJ == 0 {
+        branches.push(Node::Obj(ObjNode {
+            props: Vec::new(),
+            additional: Box::new(Node::Any),
+            min_props: 0,
+            max_props: None,
+            open_by_default: false,
+        }));
+    }
+    any_of(branches)
+}
+
+/// Values that lack at least one of `keys` (`not: {required: keys}`):
+/// non-objects, or objects where one of the keys is absent.
+pub fn missing_one_of(keys: &[String]) -> Node {
+    let mut branches = match all_kinds_except(kind::OBJ) {
+        Node::AnyOf(b) => b,
+        other => vec![other],
+    };
+    for key in keys {
+        branches.push(Node::Obj(ObjNode {
+            props: vec![Prop {
+                name: key.clone(),
+                node: Node::Never,
+                required: false,
+                implicit: false,
+            }],
+            additional: Box::new(Node::Any),
+            min_props: 0,
+            max_props: None,
+            open_by_default: false,
+        }));
+    }
+    any_of(branches)
 }
 
 /// Whether a `$ref` occurs anywhere in `node`.

@@ -5,6 +5,7 @@
 /// Keywords that are enforced exactly by the generated grammar.
 pub const SUPPORTED: &[&str] = &[
     "type",
+    "not",
     "enum",
     "const",
     "properties",
@@ -51,7 +52,6 @@ pub const ANNOTATIONS: &[&str] = &[
 /// constrain instances and that the converter does not enforce: each is an
 /// error, never ignored.
 pub const UNSUPPORTED: &[&str] = &[
-    "not",
     "multipleOf",
     "uniqueItems",
     "patternProperties",
@@ -191,7 +191,7 @@ mod tests {
         assert_eq!(classify("minLength"), Class::Supported);
         assert_eq!(classify("title"), Class::Annotation);
         assert_eq!(classify("id"), Class::Annotation);
-        assert_eq!(classify("not"), Class::Unsupported);
+        assert_eq!(classify("not"), Class::Supported);
         assert_eq!(classify("uniqueItems"), Class::Unsupported);
         assert_eq!(classify("minLenght"), Class::Misspelled("minLength"));
         assert_eq!(
