@@ -136,8 +136,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .and_then(|n| n.parse().ok())
             .unwrap_or(default)
     };
-    let sample = flag("--sample", 30);
-    let seeds = flag("--seeds", 3) as i64;
+    let sample = flag("--sample", 20);
+    let seeds = flag("--seeds", 2) as i64;
+    let max_tokens = flag("--max-tokens", 160) as i64;
 
     let mut corpus = hand_written();
     corpus.extend(sample_from(&data, sample)?);
@@ -151,14 +152,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .should_validate_formats(true)
             .build(schema_value)?;
         for seed in 1..=seeds {
-            let mut params = GenerateParams::new(256, 2048, 1.0, seed)?;
+            let mut params = GenerateParams::new(max_tokens, 2048, 1.0, seed)?;
             params.constraint = Some(Constraint::Grammar(gbnf.clone()));
             let prompt = [
                 Message::new(Role::System, "Output one JSON value only."),
                 Message::new(Role::User, format!("Give an example of a {name}.")),
             ];
+            let run_started = Instant::now();
             let out = model.chat(&prompt, &params)?;
             runs += 1;
+            eprintln!(
+                "{name} seed {seed}: {} tokens, {:?}, {:.1} s",
+                out.tokens_generated,
+                out.finish,
+                run_started.elapsed().as_secs_f64()
+            );
             match out.finish {
                 FinishReason::Eos => {
                     eos += 1;
@@ -181,7 +189,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     println!("| runs (schemas × seeds) | {runs} |");
     println!("| finished with 'eos' | {eos} |");
-    println!("| cut by maxTokens 256 ('length') | {length} |");
+    println!("| cut by maxTokens {max_tokens} ('length') | {length} |");
     println!(
         "| 'eos' outputs valid per the `jsonschema` crate | {valid} of {eos} ({:.1}%) |",
         100.0 * valid as f64 / eos.max(1) as f64

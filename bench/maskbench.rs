@@ -8,8 +8,12 @@
 //! grammar sampler token by token; it is accepted when every token is allowed
 //! and end-of-generation is allowed at the end.
 //!
+//! With `--baseline`, llama.cpp's own JSON-schema converter is judged the same
+//! way in the same run (instances as compact JSON in their original key
+//! order, which its grammars' flexible whitespace accepts).
+//!
 //! Run: `make bench-schema` (or `cargo run --release --no-default-features
-//! --example maskbench -- [DATA] [MODEL] [--limit N]`).
+//! --example maskbench -- [DATA] [MODEL] [--limit N] [--baseline]`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -21,11 +25,26 @@ use infer::schema::{self, canonical, ErrorKind, SchemaError};
 use serde_json::Value;
 
 #[derive(Default)]
+struct Baseline {
+    accepted: usize,
+    /// Grammars our checker refuses because llama.cpp would hang, abort or
+    /// exhaust memory on them (hidden left recursion, parse-stack explosion).
+    unsafe_grammars: usize,
+    grammar_load_failures: usize,
+    valid: usize,
+    valid_accepted: usize,
+    invalid: usize,
+    violations: usize,
+}
+
+#[derive(Default)]
 struct Tally {
+    baseline: Option<Baseline>,
     schemas: usize,
     accepted: usize,
     crashes: usize,
     grammar_load_failures: usize,
+    checker_refused: usize,
     valid: usize,
     valid_accepted: usize,
     invalid: usize,
@@ -38,6 +57,17 @@ struct Tally {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // llama.cpp's converter and grammar engine recurse deeply on some schemas.
+    let worker = std::thread::Builder::new()
+        .stack_size(1 << 30)
+        .spawn(|| run().map_err(|e| e.to_string()))?;
+    worker
+        .join()
+        .map_err(|_| "the benchmark thread panicked")??;
+    Ok(())
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut positional = args.iter().filter(|a| !a.starts_with("--"));
     let data = positional
@@ -58,6 +88,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let probe = GrammarProbe::new(std::path::Path::new(&model_path))?;
 
     let mut t = Tally::default();
+    if args.iter().any(|a| a == "--baseline") {
+        t.baseline = Some(Baseline::default());
+    }
     let started = Instant::now();
     for line in BufReader::new(std::fs::File::open(&data)?)
         .lines()
@@ -73,6 +106,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .cloned()
             .unwrap_or_default();
         t.schemas += 1;
+        if let Some(b) = &mut t.baseline {
+            judge_baseline(&probe, b, schema_value, &tests);
+        }
         let begin = Instant::now();
         let compiled = catch_unwind(AssertUnwindSafe(|| schema::compile(schema_value)));
         t.times.push(begin.elapsed());
@@ -94,6 +130,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(Ok(c)) => c,
         };
         t.accepted += 1;
+        if infer::grammar::check::check(&compiled.gbnf).is_err() {
+            t.checker_refused += 1;
+        }
         let mut grammar = match probe.load(&compiled.gbnf) {
             Ok(g) => g,
             Err(e) => {
@@ -138,6 +177,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     report(&t, started.elapsed(), &data);
     Ok(())
+}
+
+/// llama.cpp's converter on one schema, judged like ours.
+fn judge_baseline(probe: &GrammarProbe, b: &mut Baseline, schema: &Value, tests: &[Value]) {
+    let converted = catch_unwind(AssertUnwindSafe(|| {
+        llama_cpp_2::json_schema_to_grammar(&schema.to_string())
+    }));
+    let Ok(Ok(gbnf)) = converted else { return };
+    b.accepted += 1;
+    if infer::grammar::check::check(&gbnf).is_err() {
+        b.unsafe_grammars += 1;
+        return;
+    }
+    let Ok(mut grammar) = probe.load(&gbnf) else {
+        b.grammar_load_failures += 1;
+        return;
+    };
+    for test in tests {
+        let (Some(instance), Some(valid)) =
+            (test.get("data"), test.get("valid").and_then(Value::as_bool))
+        else {
+            continue;
+        };
+        let ok = grammar.accepts(&instance.to_string());
+        if valid {
+            b.valid += 1;
+            b.valid_accepted += usize::from(ok);
+        } else {
+            b.invalid += 1;
+            b.violations += usize::from(ok);
+        }
+    }
 }
 
 /// The row of the rejection table an error counts in.
@@ -205,6 +276,10 @@ fn report(t: &Tally, elapsed: Duration, data: &str) {
         t.grammar_load_failures
     );
     println!(
+        "| emitted grammars our GBNF checker refuses | {} |",
+        t.checker_refused
+    );
+    println!(
         "| soundness violations (invalid instances accepted) | {} of {} |",
         t.violations.len(),
         t.invalid
@@ -227,6 +302,33 @@ fn report(t: &Tally, elapsed: Duration, data: &str) {
         q(1.0)
     );
     println!("| wall time | {:.1} s |", elapsed.as_secs_f64());
+    if let Some(b) = &t.baseline {
+        println!("\n### Baseline: llama.cpp's own converter, same run\n");
+        println!("| figure | infer | llama.cpp |\n|---|---|---|");
+        println!(
+            "| coverage | {:.1}% | {:.1}% ({}) |",
+            pct(t.accepted, t.schemas),
+            pct(b.accepted, t.schemas),
+            b.accepted
+        );
+        println!(
+            "| grammars llama.cpp refused to load | {} | {} |",
+            t.grammar_load_failures, b.grammar_load_failures
+        );
+        println!("| grammars that would hang or exhaust llama.cpp (refused by our checker, not run) | {} | {} |", t.checker_refused, b.unsafe_grammars);
+        println!(
+            "| soundness violations | {} of {} | {} of {} |",
+            t.violations.len(),
+            t.invalid,
+            b.violations,
+            b.invalid
+        );
+        println!(
+            "| completeness | {:.1}% | {:.1}% |",
+            pct(t.valid_accepted, t.valid),
+            pct(b.valid_accepted, b.valid)
+        );
+    }
     println!("\n### Why schemas were rejected\n\n| reason | schemas |\n|---|---|");
     let mut reasons: Vec<(&String, &usize)> = t.reasons.iter().collect();
     reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
