@@ -8,6 +8,9 @@
 //! Run: `make bench-compliance` (or `cargo run --release --no-default-features
 //! --example compliance -- [DATA] [MODEL] [--sample N] [--seeds N]`).
 
+#[path = "args.rs"]
+mod args;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::Instant;
@@ -16,6 +19,8 @@ use infer::engine::params::Constraint;
 use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
 use infer::schema;
 use serde_json::{json, Value};
+
+use args::Args;
 
 fn hand_written() -> Vec<(String, Value)> {
     let list = vec![
@@ -119,23 +124,9 @@ fn hand_written() -> Vec<(String, Value)> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut positional = args.iter().filter(|a| !a.starts_with("--"));
-    let data = positional
-        .next()
-        .cloned()
-        .unwrap_or_else(|| "../shared/data/maskbench-visible.jsonl".to_owned());
-    let model_path = positional
-        .next()
-        .cloned()
-        .unwrap_or_else(|| "models/SmolLM2-135M-Instruct.Q4_1.gguf".to_owned());
-    let flag = |name: &str, default: usize| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(default)
-    };
+    let args = Args::parse();
+    let (data, model_path) = (args.data.clone(), args.model.clone());
+    let flag = |name: &str, default: usize| args.number(name, default);
     let sample = flag("--sample", 20);
     let seeds = flag("--seeds", 2) as i64;
     let max_tokens = flag("--max-tokens", 160) as i64;

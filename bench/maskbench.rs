@@ -15,6 +15,9 @@
 //! Run: `make bench-schema` (or `cargo run --release --no-default-features
 //! --example maskbench -- [DATA] [MODEL] [--limit N] [--baseline]`).
 
+#[path = "args.rs"]
+mod args;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -23,6 +26,8 @@ use std::time::{Duration, Instant};
 use infer::engine::probe::GrammarProbe;
 use infer::schema::{self, canonical, ErrorKind, SchemaError};
 use serde_json::Value;
+
+use args::Args;
 
 #[derive(Default)]
 struct Baseline {
@@ -68,27 +73,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut positional = args.iter().filter(|a| !a.starts_with("--"));
-    let data = positional
-        .next()
-        .cloned()
-        .unwrap_or_else(|| "../shared/data/maskbench-visible.jsonl".to_owned());
-    let model_path = positional
-        .next()
-        .cloned()
-        .unwrap_or_else(|| "models/SmolLM2-135M-Instruct.Q4_1.gguf".to_owned());
-    let limit = args
-        .iter()
-        .position(|a| a == "--limit")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(usize::MAX);
+    let args = Args::parse();
+    let (data, model_path) = (args.data.clone(), args.model.clone());
+    let limit = args.number("--limit", usize::MAX);
 
     let probe = GrammarProbe::new(std::path::Path::new(&model_path))?;
 
     let mut t = Tally::default();
-    if args.iter().any(|a| a == "--baseline") {
+    if args.has("--baseline") {
         t.baseline = Some(Baseline::default());
     }
     let started = Instant::now();

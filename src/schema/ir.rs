@@ -88,7 +88,30 @@ pub struct ObjNode {
 
 static ANY: Node = Node::Any;
 
+impl ArrNode {
+    /// Any array.
+    pub fn any() -> Self {
+        Self {
+            prefix: Vec::new(),
+            items: Box::new(Node::Any),
+            min_items: 0,
+            max_items: None,
+        }
+    }
+}
+
 impl ObjNode {
+    /// Any object, generated without keys of its own (additional keys allowed).
+    pub fn any() -> Self {
+        Self {
+            props: Vec::new(),
+            additional: Box::new(Node::Any),
+            min_props: 0,
+            max_props: None,
+            open_by_default: false,
+        }
+    }
+
     /// The schema the grammar uses for a value under `key`.
     pub fn schema_of(&self, key: &str) -> &Node {
         self.props
@@ -700,19 +723,8 @@ pub fn all_except(values: &[Value]) -> Node {
         ..StrNode::default()
     }));
     if !values.iter().any(|v| v.is_array() || v.is_object()) {
-        branches.push(Node::Arr(ArrNode {
-            prefix: Vec::new(),
-            items: Box::new(Node::Any),
-            min_items: 0,
-            max_items: None,
-        }));
-        branches.push(Node::Obj(ObjNode {
-            props: Vec::new(),
-            additional: Box::new(Node::Any),
-            min_props: 0,
-            max_props: None,
-            open_by_default: false,
-        }));
+        branches.push(Node::Arr(ArrNode::any()));
+        branches.push(Node::Obj(ObjNode::any()));
     }
     any_of(branches)
 }
@@ -735,21 +747,10 @@ pub fn all_kinds_except(excluded: u8) -> Node {
         branches.push(Node::Str(StrNode::default()));
     }
     if excluded & kind::ARR == 0 {
-        branches.push(Node::Arr(ArrNode {
-            prefix: Vec::new(),
-            items: Box::new(Node::Any),
-            min_items: 0,
-            max_items: None,
-        }));
+        branches.push(Node::Arr(ArrNode::any()));
     }
     if excluded & kind::OBJ == 0 {
-        branches.push(Node::Obj(ObjNode {
-            props: Vec::new(),
-            additional: Box::new(Node::Any),
-            min_props: 0,
-            max_props: None,
-            open_by_default: false,
-        }));
+        branches.push(Node::Obj(ObjNode::any()));
     }
     any_of(branches)
 }
@@ -769,10 +770,7 @@ pub fn missing_one_of(keys: &[String]) -> Node {
                 required: false,
                 implicit: false,
             }],
-            additional: Box::new(Node::Any),
-            min_props: 0,
-            max_props: None,
-            open_by_default: false,
+            ..ObjNode::any()
         }));
     }
     any_of(branches)

@@ -1,0 +1,52 @@
+//! Command-line arguments shared by the benchmarks: `[DATA] [MODEL] [--flag N]…`.
+
+/// The benchmark's arguments.
+pub struct Args {
+    all: Vec<String>,
+    /// The data file (default: the shared maskbench file).
+    pub data: String,
+    /// The GGUF model (default: the model `make model` fetches).
+    pub model: String,
+}
+
+impl Args {
+    pub fn parse() -> Self {
+        let all: Vec<String> = std::env::args().skip(1).collect();
+        // Positional: not a flag, and not the number after one.
+        let mut positional = all
+            .iter()
+            .enumerate()
+            .filter(|(i, a)| {
+                let after_flag = i
+                    .checked_sub(1)
+                    .and_then(|p| all.get(p))
+                    .is_some_and(|p| p.starts_with("--"));
+                let flag_value = after_flag && a.parse::<f64>().is_ok();
+                !a.starts_with("--") && !flag_value
+            })
+            .map(|(_, a)| a.clone());
+        let data = positional
+            .next()
+            .unwrap_or_else(|| "../shared/data/maskbench-visible.jsonl".to_owned());
+        let model = positional
+            .next()
+            .unwrap_or_else(|| "models/SmolLM2-135M-Instruct.Q4_1.gguf".to_owned());
+        Self { all, data, model }
+    }
+
+    /// The number after `--name`, or `default`.
+    pub fn number(&self, name: &str, default: usize) -> usize {
+        self.all
+            .iter()
+            .position(|a| a == name)
+            .and_then(|i| self.all.get(i + 1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(default)
+    }
+
+    /// Whether `--name` was given.
+    #[allow(dead_code)] // each benchmark compiles its own copy; not all use it
+    pub fn has(&self, name: &str) -> bool {
+        self.all.iter().any(|a| a == name)
+    }
+}
