@@ -6,6 +6,7 @@ pub struct Args {
     /// The data file (default: the shared maskbench file).
     pub data: String,
     /// The GGUF model (default: the model `make model` fetches).
+    #[allow(dead_code)] // not every benchmark loads a model
     pub model: String,
 }
 

@@ -4,7 +4,17 @@
 //! Text is in *code points*: a `Lit` or a `Class` matches characters of the
 //! generated output, exactly as llama.cpp's grammar engine sees them.
 
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
+
+/// A hash of `value`, for bucketing before an exact comparison.
+pub fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
+    let mut h = DefaultHasher::new();
+    value.hash(&mut h);
+    h.finish()
+}
 
 /// One grammar expression.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -90,13 +100,19 @@ impl Expr {
     /// matches nothing.
     pub fn alt(items: impl IntoIterator<Item = Expr>) -> Self {
         let mut out: Vec<Expr> = Vec::new();
+        // Hashes of the alternatives kept, so that long alternations (large
+        // enums) are deduplicated in linear time.
+        let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
         for item in items {
             let parts = match item {
                 Expr::Alt(inner) => inner,
                 other => vec![other],
             };
             for p in parts {
-                if !out.contains(&p) {
+                let h = p.shallow_hash();
+                let same = seen.entry(h).or_default();
+                if !same.iter().any(|&i| out[i] == p) {
+                    same.push(out.len());
                     out.push(p);
                 }
             }
@@ -105,6 +121,39 @@ impl Expr {
             out.pop().unwrap_or_else(Expr::empty)
         } else {
             Expr::Alt(out)
+        }
+    }
+
+    /// A hash of the top of the tree only (a bounded amount of work, however
+    /// deep the expression): equal expressions share it.
+    fn shallow_hash(&self) -> u64 {
+        let mut h = DefaultHasher::new();
+        self.shallow_hash_into(&mut h, 2);
+        h.finish()
+    }
+
+    fn shallow_hash_into(&self, h: &mut DefaultHasher, depth: u32) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Expr::Lit(s) | Expr::Rule(s) => s.hash(h),
+            Expr::Class { negated, ranges } => {
+                negated.hash(h);
+                ranges.hash(h);
+            }
+            Expr::Seq(items) | Expr::Alt(items) => {
+                items.len().hash(h);
+                if depth > 0 {
+                    for item in items.iter().take(2) {
+                        item.shallow_hash_into(h, depth - 1);
+                    }
+                }
+            }
+            Expr::Repeat { expr, min, max } => {
+                (min, max).hash(h);
+                if depth > 0 {
+                    expr.shallow_hash_into(h, depth - 1);
+                }
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 //! Output layout is fixed so that whitespace is bounded: `{"a": 1, "b": [1, 2]}`
 //! (", " between members, ": " after keys, nothing else).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::canonical;
 use super::formats::Format;
@@ -94,15 +94,15 @@ impl Emitter<'_> {
         let expr = if name == ESCAPE_RULE {
             expr
         } else {
-            factor(&expr, &escapes)
+            factor(expr, escapes)
         };
         if expr_mentions(&expr, ESCAPE_RULE) && !self.rules.contains_key(ESCAPE_RULE) {
             self.order.push(ESCAPE_RULE.to_owned());
             self.rules
-                .insert(ESCAPE_RULE.to_owned(), Expr::alt(escapes));
+                .insert(ESCAPE_RULE.to_owned(), Expr::alt(escapes.to_vec()));
         }
         let mut hoisted = Vec::new();
-        let expr = self.hoist(&expr, &name, &mut hoisted);
+        let expr = self.hoist(expr, &name, &mut hoisted);
         self.order.push(name.clone());
         self.rules.insert(name, expr);
         for (sub_name, sub_expr) in hoisted {
@@ -115,16 +115,16 @@ impl Emitter<'_> {
     /// moved into a rule of its own. llama.cpp expands `x{m,n}` into rules and
     /// refuses a grammar when the rules inside `x` times the count exceed
     /// 2000; a rule reference counts as one.
-    fn hoist(&mut self, expr: &Expr, owner: &str, out: &mut Vec<(String, Expr)>) -> Expr {
+    fn hoist(&mut self, expr: Expr, owner: &str, out: &mut Vec<(String, Expr)>) -> Expr {
         match expr {
             Expr::Repeat {
                 expr: body,
                 min,
                 max,
             } => {
-                let body = self.hoist(body, owner, out);
+                let body = self.hoist(*body, owner, out);
                 let atom = matches!(body, Expr::Lit(_) | Expr::Class { .. } | Expr::Rule(_));
-                let body = if atom || *max == Some(1) {
+                let body = if atom || max == Some(1) {
                     body
                 } else {
                     let name = self.fresh(&format!("{owner}-rep"));
@@ -133,17 +133,23 @@ impl Emitter<'_> {
                 };
                 Expr::Repeat {
                     expr: Box::new(body),
-                    min: *min,
-                    max: *max,
+                    min,
+                    max,
                 }
             }
-            Expr::Seq(items) => {
-                Expr::Seq(items.iter().map(|x| self.hoist(x, owner, out)).collect())
-            }
-            Expr::Alt(items) => {
-                Expr::Alt(items.iter().map(|x| self.hoist(x, owner, out)).collect())
-            }
-            other => other.clone(),
+            Expr::Seq(items) => Expr::Seq(
+                items
+                    .into_iter()
+                    .map(|x| self.hoist(x, owner, out))
+                    .collect(),
+            ),
+            Expr::Alt(items) => Expr::Alt(
+                items
+                    .into_iter()
+                    .map(|x| self.hoist(x, owner, out))
+                    .collect(),
+            ),
+            other => other,
         }
     }
 
@@ -370,26 +376,45 @@ const ESCAPE_RULE: &str = "char-escape";
 /// `expr` with every alternation that lists all JSON string escapes rewritten
 /// to use [`ESCAPE_RULE`] instead, which keeps grammars with many character
 /// sets (patterns, excluded keys) small.
-fn factor(expr: &Expr, escapes: &[Expr]) -> Expr {
+fn factor(expr: Expr, escapes: &[Expr]) -> Expr {
     match expr {
         Expr::Alt(items) => {
-            let items: Vec<Expr> = items.iter().map(|x| factor(x, escapes)).collect();
-            if escapes.iter().all(|e| items.contains(e)) {
-                let mut kept: Vec<Expr> =
-                    items.into_iter().filter(|x| !escapes.contains(x)).collect();
+            let items: Vec<Expr> = items.into_iter().map(|x| factor(x, escapes)).collect();
+            // The escapes are literals: compare the literal alternatives only.
+            let literals: HashSet<&str> = if items.len() >= escapes.len() {
+                items.iter().filter_map(literal).collect()
+            } else {
+                HashSet::new()
+            };
+            if escapes
+                .iter()
+                .all(|e| literal(e).is_some_and(|l| literals.contains(l)))
+            {
+                let escapes: HashSet<&str> = escapes.iter().filter_map(literal).collect();
+                let mut kept: Vec<Expr> = items
+                    .into_iter()
+                    .filter(|x| !literal(x).is_some_and(|l| escapes.contains(l)))
+                    .collect();
                 kept.push(Expr::rule(ESCAPE_RULE));
                 Expr::alt(kept)
             } else {
                 Expr::Alt(items)
             }
         }
-        Expr::Seq(items) => Expr::Seq(items.iter().map(|x| factor(x, escapes)).collect()),
+        Expr::Seq(items) => Expr::Seq(items.into_iter().map(|x| factor(x, escapes)).collect()),
         Expr::Repeat { expr, min, max } => Expr::Repeat {
-            expr: Box::new(factor(expr, escapes)),
-            min: *min,
-            max: *max,
+            expr: Box::new(factor(*expr, escapes)),
+            min,
+            max,
         },
-        other => other.clone(),
+        other => other,
+    }
+}
+
+fn literal(expr: &Expr) -> Option<&str> {
+    match expr {
+        Expr::Lit(s) => Some(s),
+        _ => None,
     }
 }
 

@@ -219,6 +219,23 @@ fn kinds_at(node: &Node, defs: &Defs, depth: usize) -> u8 {
     }
 }
 
+/// A hash that values equal under [`json_eq`] share: strings and booleans by
+/// content, numbers by their nearest double (equal values have the same one),
+/// containers by kind and size only.
+pub fn json_hash(value: &Value) -> u64 {
+    match value {
+        Value::Null => 0,
+        Value::Bool(b) => 1 + u64::from(*b),
+        Value::Number(n) => {
+            let f = n.as_f64().unwrap_or(0.0);
+            crate::grammar::expr::hash_of(&(3u8, if f == 0.0 { 0 } else { f.to_bits() }))
+        }
+        Value::String(s) => crate::grammar::expr::hash_of(s.as_str()),
+        Value::Array(a) => crate::grammar::expr::hash_of(&(4u8, a.len())),
+        Value::Object(o) => crate::grammar::expr::hash_of(&(5u8, o.len())),
+    }
+}
+
 /// JSON equality with numbers compared by value (`1 == 1.0`).
 pub fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {

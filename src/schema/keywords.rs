@@ -126,16 +126,12 @@ fn misspelling_of(key: &str) -> Option<&'static str> {
         return None;
     }
     let limit = if key.len() >= 8 { 2 } else { 1 };
+    let lower = key.to_ascii_lowercase();
     SUPPORTED
         .iter()
         .chain(UNSUPPORTED)
-        .filter(|k| !k.starts_with('$'))
-        .map(|k| {
-            (
-                *k,
-                distance(&key.to_ascii_lowercase(), &k.to_ascii_lowercase()),
-            )
-        })
+        .filter(|k| !k.starts_with('$') && k.len().abs_diff(key.len()) <= limit)
+        .map(|k| (*k, distance(&lower, &k.to_ascii_lowercase())))
         .filter(|(_, d)| *d <= limit)
         .min_by_key(|(_, d)| *d)
         .map(|(k, _)| k)

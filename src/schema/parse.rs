@@ -2,6 +2,8 @@
 //! the way in. Work is budgeted: nesting depth and the number of schema objects
 //! visited are bounded, so hostile input fails fast with an error.
 
+use std::collections::HashMap;
+
 use serde_json::{Map, Value};
 
 use super::error::{ErrorKind, SchemaError};
@@ -959,8 +961,13 @@ fn is_empty_array(v: &Value) -> bool {
 
 fn dedup(values: &[Value]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(values.len());
+    // Values bucketed by a key that equal values share, so that large enums
+    // are deduplicated in linear time.
+    let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
     for v in values {
-        if !out.iter().any(|w| ir::json_eq(v, w)) {
+        let same = seen.entry(ir::json_hash(v)).or_default();
+        if !same.iter().any(|&i| ir::json_eq(v, &out[i])) {
+            same.push(out.len());
             out.push(v.clone());
         }
     }

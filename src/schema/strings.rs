@@ -4,6 +4,8 @@
 //! other character raw. Grammars built from these never contain a raw control
 //! character inside a string.
 
+use std::sync::OnceLock;
+
 use crate::grammar::expr::Expr;
 
 /// A set of characters as sorted, non-overlapping, non-adjacent inclusive ranges.
@@ -156,11 +158,12 @@ pub fn char_in(set: &CharSet) -> Option<Expr> {
     }
     let escaped = set.minus(&raw_set());
     for &(a, b) in escaped.ranges() {
-        for code in a as u32..=b as u32 {
-            if let Some(c) = char::from_u32(code) {
-                alts.push(Expr::lit(encode_char(c)));
-            }
-        }
+        alts.extend(
+            escape_table()
+                .iter()
+                .filter(|(c, _)| (a..=b).contains(c))
+                .map(|(_, e)| e.clone()),
+        );
     }
     if alts.is_empty() {
         None
@@ -171,22 +174,33 @@ pub fn char_in(set: &CharSet) -> Option<Expr> {
 
 /// The escape sequences of the characters a JSON string never holds raw:
 /// control characters, `"` and `\\`, one literal each.
-pub fn escapes() -> Vec<Expr> {
-    let escaped = raw_set().complement();
-    let mut out = Vec::new();
-    for &(a, b) in escaped.ranges() {
-        for code in a as u32..=b as u32 {
-            if let Some(c) = char::from_u32(code) {
-                out.push(Expr::lit(encode_char(c)));
+pub fn escapes() -> &'static [Expr] {
+    static ESCAPES: OnceLock<Vec<Expr>> = OnceLock::new();
+    ESCAPES.get_or_init(|| escape_table().iter().map(|(_, e)| e.clone()).collect())
+}
+
+/// Each character that is always escaped, with its escape, in code order.
+fn escape_table() -> &'static [(char, Expr)] {
+    static TABLE: OnceLock<Vec<(char, Expr)>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let escaped = raw_set().complement();
+        let mut out = Vec::new();
+        for &(a, b) in escaped.ranges() {
+            for code in a as u32..=b as u32 {
+                if let Some(c) = char::from_u32(code) {
+                    out.push((c, Expr::lit(encode_char(c))));
+                }
             }
         }
-    }
-    out
+        out
+    })
 }
 
 /// Any one character of a JSON string.
 pub fn any_char() -> Expr {
-    char_in(&CharSet::any()).unwrap_or_else(Expr::empty)
+    static ANY: OnceLock<Expr> = OnceLock::new();
+    ANY.get_or_init(|| char_in(&CharSet::any()).unwrap_or_else(Expr::empty))
+        .clone()
 }
 
 /// String content (no quotes) of any string except the given values. Built
