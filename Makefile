@@ -9,7 +9,7 @@ export INFER_MODEL
 EXT := $(CURDIR)/target/release/libinfer.so
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance
+.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert
 
 demo: build model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -26,7 +26,9 @@ model:
 	@bash scripts/fetch-model.sh $(MODEL_FILE)
 
 test-rust: deps model
-	cargo test --release --no-default-features
+	# One test at a time: tests that run the model each start llama.cpp threads,
+	# and oversubscribed cores make its spinning barriers crawl.
+	cargo test --release --no-default-features -- --test-threads=1
 
 test-php: build model
 	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist
@@ -39,13 +41,23 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance
+bench: bench-schema bench-compliance bench-convert bench-perf
 
 bench-schema: deps model
 	cargo run --release --no-default-features --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
 
 bench-compliance: deps model
 	cargo run --release --no-default-features --example compliance -- $(MASKBENCH) $(INFER_MODEL)
+
+bench-convert: deps
+	cargo run --release --no-default-features --example convert_speed -- $(MASKBENCH)
+
+# Issue 4: against llama.cpp's llama-completion and llama-bench, built once by
+# bench/build-llama-tools.sh into target/llama-tools (needs PyPI for the sdist).
+BENCH_THREADS ?= $(shell nproc)
+bench-perf: build model
+	bash bench/build-llama-tools.sh
+	$(PHP_WITH_EXT) bench/perf.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
 
 # Copy the extension into PHP's extension directory and enable it.
 install: build

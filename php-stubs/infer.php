@@ -67,7 +67,7 @@ final class Model
      * @param int $nCtx context size in tokens (>= 1, at most contextLength())
      * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
      * @param int $seed the same seed gives the same output
-     * @param array{stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float} $options
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool} $options
      * @throws InferenceException
      */
     public function chat(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Response {}
@@ -76,7 +76,7 @@ final class Model
      * Complete $prompt as plain text: no chat template, no reasoning split.
      *
      * @param bool $addBos add the tokens the model's tokenizer puts at the start of a sequence (BOS)
-     * @param array{stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float} $options
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool} $options
      * @throws InferenceException
      */
     public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}

@@ -118,7 +118,7 @@ final class GenerationTest extends InferTestCase
     public static function invalidOptions(): array
     {
         return [
-            'unknown key' => [['temperatur' => 1], 'option "temperatur" is not a known option (known: schema, grammar, stop, top_k, top_p, min_p, repeat_penalty)'],
+            'unknown key' => [['temperatur' => 1], 'option "temperatur" is not a known option (known: schema, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt)'],
             'load key' => [['n_threads' => 2], 'option "n_threads" is not a known option'],
             'integer key' => [['x'], 'option "0" is an integer key; options are an array keyed by name'],
             'stop string' => [['stop' => 'END'], 'option "stop" must be a list of non-empty strings, got string'],
@@ -136,6 +136,8 @@ final class GenerationTest extends InferTestCase
             'min_p INF' => [['min_p' => INF], 'option "min_p" must be a float between 0.0 and 1.0, got float INF'],
             'repeat_penalty zero' => [['repeat_penalty' => 0], 'option "repeat_penalty" must be a finite float > 0 (1.0 disables it), got int 0'],
             'repeat_penalty bool' => [['repeat_penalty' => true], 'option "repeat_penalty" must be a finite float > 0 (1.0 disables it), got bool'],
+            'cache_prompt int' => [['cache_prompt' => 1], 'option "cache_prompt" must be a bool, got int 1'],
+            'cache_prompt string' => [['cache_prompt' => 'yes'], 'option "cache_prompt" must be a bool, got string'],
         ];
     }
 

@@ -35,6 +35,8 @@ pub enum LoadError {
 pub enum InferenceError {
     #[error("model has been closed")]
     Closed,
+    #[error("the model is busy with another call")]
+    Busy,
     #[error("{name} must be {expected}, got {got}")]
     InvalidArgument {
         name: &'static str,

@@ -2,6 +2,7 @@
 
 pub mod backend;
 pub mod chat;
+pub mod context;
 pub mod error;
 pub mod generate;
 pub mod model;
@@ -9,6 +10,8 @@ pub mod output;
 pub mod params;
 pub mod probe;
 pub mod reasoning;
+pub mod sampler;
+pub mod session;
 
 pub use chat::{Message, Role};
 pub use error::{InferenceError, LoadError};

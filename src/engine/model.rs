@@ -4,22 +4,36 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use std::cell::RefCell;
+
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::backend::{backend, clear_diagnostics, take_diagnostics};
 use super::chat::{self, Message};
-use super::error::{InferenceResult, LoadError};
+use super::error::{InferenceError, InferenceResult, LoadError};
 use super::generate::{self, Generation};
-use super::params::{GenerateParams, LoadParams};
+use super::params::{Constraint, GenerateParams, LoadParams};
+use super::sampler::{GrammarCache, Sampler};
+use super::session::Session;
 
 /// Every GGUF file starts with these four bytes.
 const GGUF_MAGIC: &[u8; 4] = b"GGUF";
 
+/// What a model keeps between calls: the context of the last call (with its
+/// KV cache) and the grammars parsed so far. Both point into the model.
+#[derive(Debug, Default)]
+struct Reusable {
+    session: Option<Session>,
+    grammars: GrammarCache,
+}
+
 /// A model loaded into memory (memory-mapped by default).
 #[derive(Debug)]
 pub struct Model {
+    // Fields drop in declaration order: what points into the model first.
+    reusable: RefCell<Reusable>,
     model: LlamaModel,
     n_threads: u32,
     path: PathBuf,
@@ -46,10 +60,15 @@ impl Model {
             }
         })?;
         Ok(Self {
+            reusable: RefCell::default(),
             model,
             n_threads: params.n_threads,
             path: path.to_path_buf(),
         })
+    }
+
+    fn model(&self) -> &LlamaModel {
+        &self.model
     }
 
     pub fn path(&self) -> &Path {
@@ -58,12 +77,12 @@ impl Model {
 
     /// The context length the model was trained for.
     pub fn context_length(&self) -> u32 {
-        self.model.n_ctx_train()
+        self.model().n_ctx_train()
     }
 
     /// The chat template stored in the GGUF, if any.
     pub fn chat_template(&self) -> Option<String> {
-        chat::stored_template(&self.model)
+        chat::stored_template(self.model())
     }
 
     /// Tokens of `text` as plain text: no BOS, special tokens parsed.
@@ -74,7 +93,9 @@ impl Model {
     /// Tokenize a prompt. `add_bos` adds the special tokens the model's
     /// tokenizer asks for at the start of a sequence (BOS for most models).
     pub fn tokenize(&self, text: &str, add_bos: bool) -> Vec<LlamaToken> {
-        self.model.vocab().tokenize(text.as_bytes(), add_bos, true)
+        self.model()
+            .vocab()
+            .tokenize(text.as_bytes(), add_bos, true)
     }
 
     /// Render a transcript with the model's chat template and generate the
@@ -84,7 +105,7 @@ impl Model {
         messages: &[Message],
         params: &GenerateParams,
     ) -> InferenceResult<Generation> {
-        let rendered = chat::render(&self.model, messages)?;
+        let rendered = chat::render(self.model(), messages)?;
         let tokens = self.tokenize(&rendered, true);
         self.generate(&tokens, params)
     }
@@ -100,15 +121,46 @@ impl Model {
         self.generate(&tokens, params)
     }
 
+    /// How many tokens the kept context holds (0 when there is none).
+    pub fn cached_tokens(&self) -> usize {
+        self.reusable
+            .try_borrow()
+            .map_or(0, |r| r.session.as_ref().map_or(0, Session::len))
+    }
+
     fn generate(
         &self,
         prompt: &[LlamaToken],
         params: &GenerateParams,
     ) -> InferenceResult<Generation> {
-        let backend = backend().map_err(|e| super::error::InferenceError::DecodeFailed {
-            detail: e.to_string(),
-        })?;
-        generate::run(backend, &self.model, self.n_threads, prompt, params)
+        let model = &self.model;
+        let mut reusable = self
+            .reusable
+            .try_borrow_mut()
+            .map_err(|_| InferenceError::Busy)?;
+        let Reusable { session, grammars } = &mut *reusable;
+        generate::check_fits(model, prompt, params.n_ctx)?;
+        let grammar = match &params.constraint {
+            None => None,
+            Some(Constraint::Grammar(gbnf)) => Some(grammars.get(model, gbnf)?),
+        };
+        let sampler = Sampler::new(model, params, grammar);
+        if session
+            .as_ref()
+            .is_some_and(|s| s.n_ctx() != params.n_ctx || !s.is_usable())
+        {
+            // Free the old cache before allocating the new one.
+            *session = None;
+        }
+        let current = match session {
+            Some(s) => s,
+            None => session.insert(Session::new(model, self.n_threads, params.n_ctx)?),
+        };
+        let result = generate::run(current, model, sampler, prompt, params);
+        if result.is_err() {
+            *session = None;
+        }
+        result
     }
 }
 

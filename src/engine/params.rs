@@ -59,6 +59,9 @@ pub struct GenerateParams {
     pub repeat_penalty: f32,
     pub stop: Vec<String>,
     pub constraint: Option<Constraint>,
+    /// Reuse the cached keys and values of the prefix this prompt shares with
+    /// what the model's context holds from the previous call.
+    pub cache_prompt: bool,
 }
 
 impl Default for GenerateParams {
@@ -74,6 +77,7 @@ impl Default for GenerateParams {
             repeat_penalty: 1.0,
             stop: Vec::new(),
             constraint: None,
+            cache_prompt: true,
         }
     }
 }

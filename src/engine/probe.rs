@@ -7,12 +7,11 @@ use std::path::Path;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
-use llama_cpp_2::token::data::LlamaTokenData;
-use llama_cpp_2::token::data_array::LlamaTokenDataArray;
-use llama_cpp_2::token::LlamaToken;
 
-use super::backend::{backend, capture_stderr, clear_diagnostics, first_line, take_diagnostics};
+use super::backend::{backend, clear_diagnostics, take_diagnostics};
+use super::error::InferenceError;
 use super::error::LoadError;
+use super::sampler::{allows, parse_grammar};
 
 /// A model's vocabulary (weights not loaded), for driving grammar samplers.
 #[derive(Debug)]
@@ -44,15 +43,16 @@ impl GrammarProbe {
         Ok(Self { model })
     }
 
+    /// The vocabulary-only model.
+    pub fn model(&self) -> &LlamaModel {
+        &self.model
+    }
+
     /// Load `gbnf` (start rule `root`); the error is llama.cpp's diagnostics.
     pub fn load(&self, gbnf: &str) -> Result<LoadedGrammar<'_>, String> {
-        clear_diagnostics();
-        let (sampler, printed) =
-            capture_stderr(|| LlamaSampler::grammar(&self.model, gbnf, "root"));
-        let sampler = sampler.map_err(|e| {
-            first_line(&printed)
-                .or_else(take_diagnostics)
-                .unwrap_or_else(|| e.to_string())
+        let sampler = parse_grammar(&self.model, gbnf).map_err(|e| match e {
+            InferenceError::GrammarRejected { detail } => detail,
+            other => other.to_string(),
         })?;
         Ok(LoadedGrammar {
             probe: self,
@@ -68,16 +68,10 @@ impl LoadedGrammar<'_> {
         self.sampler.reset();
         let vocab = self.probe.model.vocab();
         for token in vocab.tokenize(text.as_bytes(), false, false) {
-            if !self.allowed(token) || self.sampler.try_accept(token).is_err() {
+            if !allows(&mut self.sampler, token) || self.sampler.try_accept(token).is_err() {
                 return false;
             }
         }
-        self.allowed(vocab.eos())
-    }
-
-    fn allowed(&mut self, token: LlamaToken) -> bool {
-        let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
-        self.sampler.apply(&mut one);
-        one.data.first().is_some_and(|t| t.logit().is_finite())
+        allows(&mut self.sampler, vocab.eos())
     }
 }

@@ -26,6 +26,7 @@ pub const GENERATE_KEYS: &[&str] = &[
     "top_p",
     "min_p",
     "repeat_penalty",
+    "cache_prompt",
 ];
 
 /// A problem with one option, before it is turned into the caller's error type.
@@ -140,6 +141,7 @@ pub fn apply_generate_options(
                     .ok_or_else(|| Problem::wrong(&key, what, value))?;
                 params.repeat_penalty = v as f32;
             }
+            "cache_prompt" => params.cache_prompt = flag(&key, value)?,
             _ => return Err(Problem::unknown(&key, GENERATE_KEYS).into()),
         }
     }

@@ -1,5 +1,6 @@
 //! Shared by the integration tests: the model whose vocabulary drives
 //! llama.cpp's grammar engine.
+#![allow(dead_code)] // each test target uses part of it
 
 use std::path::PathBuf;
 

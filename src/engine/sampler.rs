@@ -1,0 +1,246 @@
+//! Choosing each token: the sampler chain, and the grammar that keeps the
+//! output inside a constraint.
+//!
+//! The grammar is checked lazily. The chain picks a token from the
+//! unconstrained logits; if the grammar allows it, it is taken, at the cost
+//! of checking one token. Only when it is refused is the grammar run over the
+//! whole vocabulary, and the chain picks again among the allowed tokens. Every
+//! token taken is allowed by the grammar. For greedy decoding the result is
+//! the same token a full mask would give; for sampling, the first draw is
+//! kept with probability equal to the allowed mass, so the token follows the
+//! masked distribution (llama.cpp's common sampler does the same).
+
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::token::LlamaToken;
+
+use super::backend::{capture_stderr, clear_diagnostics, first_line, take_diagnostics};
+use super::error::{InferenceError, InferenceResult};
+use super::params::{GenerateParams, REPEAT_LAST_N};
+
+/// How many parsed grammars a model keeps for reuse.
+const CACHED_GRAMMARS: usize = 8;
+
+/// Grammars parsed by llama.cpp, most recently used last. A call with the
+/// same GBNF text gets a copy of the parsed grammar instead of parsing again.
+#[derive(Default)]
+pub struct GrammarCache {
+    entries: Vec<(String, LlamaSampler)>,
+}
+
+impl std::fmt::Debug for GrammarCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrammarCache")
+            .field("entries", &self.entries.len())
+            .finish()
+    }
+}
+
+impl GrammarCache {
+    /// A fresh grammar sampler (at the start of the grammar) for `gbnf`.
+    pub fn get(&mut self, model: &LlamaModel, gbnf: &str) -> InferenceResult<LlamaSampler> {
+        if let Some(i) = self.entries.iter().position(|(text, _)| text == gbnf) {
+            let entry = self.entries.remove(i);
+            let fresh = entry.1.clone();
+            self.entries.push(entry);
+            return Ok(fresh);
+        }
+        let parsed = parse_grammar(model, gbnf)?;
+        let fresh = parsed.clone();
+        if self.entries.len() == CACHED_GRAMMARS {
+            self.entries.remove(0);
+        }
+        self.entries.push((gbnf.to_owned(), parsed));
+        Ok(fresh)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Let llama.cpp parse `gbnf` (start rule `root`); its parser's message
+/// becomes the error.
+pub fn parse_grammar(model: &LlamaModel, gbnf: &str) -> InferenceResult<LlamaSampler> {
+    clear_diagnostics();
+    let (g, printed) = capture_stderr(|| LlamaSampler::grammar(model, gbnf, "root"));
+    g.map_err(|e| InferenceError::GrammarRejected {
+        detail: first_line(&printed)
+            .or_else(take_diagnostics)
+            .unwrap_or_else(|| e.to_string()),
+    })
+}
+
+/// How many of the best candidates the grammar checks when it refuses the
+/// first pick, before it falls back to masking the whole vocabulary.
+const SHORTLIST: usize = 64;
+
+/// The grammar (if any) and the samplers of one call: `filters` (repeat
+/// penalty, and when sampling top-k, top-p, min-p and temperature) shape the
+/// candidates, `pick` chooses one (greedy, or the seeded draw).
+pub struct Sampler {
+    grammar: Option<LlamaSampler>,
+    filters: Option<LlamaSampler>,
+    pick: LlamaSampler,
+    greedy: bool,
+    candidates: Vec<LlamaTokenData>,
+    /// How often the grammar refused the first pick, and how often the
+    /// shortlist held no allowed token either (for profiling).
+    pub refused: u32,
+    pub full_masks: u32,
+}
+
+impl Sampler {
+    pub fn new(model: &LlamaModel, params: &GenerateParams, grammar: Option<LlamaSampler>) -> Self {
+        let (filters, pick) = samplers(model, params);
+        Self {
+            grammar,
+            filters,
+            pick,
+            greedy: params.is_greedy(),
+            candidates: Vec::new(),
+            refused: 0,
+            full_masks: 0,
+        }
+    }
+
+    /// Pick the next token given the model's `logits`, and let every sampler
+    /// see it.
+    ///
+    /// With a grammar, in three steps, each only when the one before found
+    /// nothing the grammar allows: (1) the pick among all candidates, if the
+    /// grammar allows it; (2) the pick among the shortlist the grammar allows:
+    /// the best [`SHORTLIST`] candidates when greedy, or the candidates left
+    /// by the filters when sampling (when they are at most that many);
+    /// (3) the pick among every token the grammar allows. Greedy decoding
+    /// gets the best allowed token in every case; sampling draws from the
+    /// filtered candidates the grammar allows, renormalised.
+    pub fn sample(&mut self, logits: &[f32]) -> InferenceResult<LlamaToken> {
+        let mut array = candidates_from(std::mem::take(&mut self.candidates), logits);
+        self.shape_and_pick(&mut array);
+        let mut token = array.selected_token();
+        if let Some(grammar) = &mut self.grammar {
+            if !token.is_some_and(|t| allows(grammar, t)) {
+                self.refused += 1;
+                token = self.pick_from_shortlist(&mut array);
+                if token.is_none() {
+                    self.full_masks += 1;
+                    token = self.pick_from_all(&mut array, logits)?;
+                }
+            }
+        }
+        self.candidates = array.data;
+        let token = token.ok_or(InferenceError::GrammarDeadEnd)?;
+        if let Some(grammar) = &mut self.grammar {
+            grammar
+                .try_accept(token)
+                .map_err(|_| InferenceError::GrammarDeadEnd)?;
+        }
+        if let Some(filters) = &mut self.filters {
+            filters.accept(token);
+        }
+        self.pick.accept(token);
+        Ok(token)
+    }
+
+    fn shape_and_pick(&mut self, array: &mut LlamaTokenDataArray) {
+        if let Some(filters) = &mut self.filters {
+            filters.apply(array);
+        }
+        self.pick.apply(array);
+    }
+
+    /// Step 2: the pick among the allowed tokens of a shortlist, if any.
+    fn pick_from_shortlist(&mut self, array: &mut LlamaTokenDataArray) -> Option<LlamaToken> {
+        let grammar = self.grammar.as_mut()?;
+        let data = &mut array.data;
+        if self.greedy {
+            if data.len() > SHORTLIST {
+                data.select_nth_unstable_by(SHORTLIST - 1, |a, b| b.logit().total_cmp(&a.logit()));
+            }
+        } else if data.len() > SHORTLIST {
+            // The filters kept too many to check one by one.
+            return None;
+        }
+        let mut short =
+            LlamaTokenDataArray::new(data.iter().take(SHORTLIST).copied().collect(), false);
+        grammar.apply(&mut short);
+        short.data.retain(|t| t.logit().is_finite());
+        if short.data.is_empty() {
+            return None;
+        }
+        self.pick.apply(&mut short);
+        short.selected_token()
+    }
+
+    /// Step 3: mask the whole vocabulary, then filter and pick.
+    fn pick_from_all(
+        &mut self,
+        array: &mut LlamaTokenDataArray,
+        logits: &[f32],
+    ) -> InferenceResult<Option<LlamaToken>> {
+        *array = candidates_from(std::mem::take(&mut array.data), logits);
+        if let Some(grammar) = &mut self.grammar {
+            grammar.apply(array);
+        }
+        if !array.data.iter().any(|t| t.logit().is_finite()) {
+            return Err(InferenceError::GrammarDeadEnd);
+        }
+        self.shape_and_pick(array);
+        Ok(array.selected_token())
+    }
+}
+
+/// Every token with its logit, in the reused buffer `data`.
+fn candidates_from(mut data: Vec<LlamaTokenData>, logits: &[f32]) -> LlamaTokenDataArray {
+    data.clear();
+    data.extend(
+        logits
+            .iter()
+            .enumerate()
+            .map(|(i, &logit)| LlamaTokenData::new(LlamaToken(i as i32), logit, 0.0)),
+    );
+    LlamaTokenDataArray::new(data, false)
+}
+
+/// Whether the grammar, in its current state, allows `token` next.
+pub fn allows(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
+    let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
+    grammar.apply(&mut one);
+    one.data.first().is_some_and(|t| t.logit().is_finite())
+}
+
+/// The filters and the pick, in llama.cpp's usual order: penalties, then
+/// top-k, top-p, min-p and temperature, then the seeded draw (or greedy at
+/// temperature 0, where only the penalty applies).
+fn samplers(model: &LlamaModel, params: &GenerateParams) -> (Option<LlamaSampler>, LlamaSampler) {
+    let mut filters = Vec::with_capacity(5);
+    if params.repeat_penalty != 1.0 {
+        filters.push(LlamaSampler::penalties(
+            model.n_vocab(),
+            REPEAT_LAST_N,
+            params.repeat_penalty,
+            0.0,
+            0.0,
+        ));
+    }
+    let pick = if params.is_greedy() {
+        LlamaSampler::greedy()
+    } else {
+        if params.top_k > 0 {
+            filters.push(LlamaSampler::top_k(params.top_k));
+        }
+        filters.push(LlamaSampler::top_p(params.top_p, 1));
+        filters.push(LlamaSampler::min_p(params.min_p, 1));
+        filters.push(LlamaSampler::temp(params.temperature));
+        LlamaSampler::dist(params.seed)
+    };
+    let filters = (!filters.is_empty()).then(|| LlamaSampler::chain_simple(filters));
+    (filters, pick)
+}

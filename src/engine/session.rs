@@ -1,0 +1,122 @@
+//! A llama.cpp context kept alive between calls on one model, with the tokens
+//! whose keys and values its cache holds. A call whose prompt starts with
+//! those tokens (same system prompt, same few-shot turns, or the previous
+//! reply continued) evaluates only what is new.
+
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
+
+use super::context::Context;
+use super::error::InferenceResult;
+
+/// Largest number of tokens evaluated in one llama.cpp batch.
+const MAX_BATCH: u32 = 512;
+
+/// A context and what its KV cache holds (sequence 0, positions `0..len`).
+#[derive(Debug)]
+pub struct Session {
+    ctx: Context,
+    cached: Vec<LlamaToken>,
+}
+
+impl Session {
+    /// A context of `n_ctx` tokens with an empty cache. `model` must outlive it.
+    pub fn new(model: &LlamaModel, n_threads: u32, n_ctx: u32) -> InferenceResult<Self> {
+        Ok(Self {
+            ctx: Context::new(model, n_threads, n_ctx, n_ctx.min(MAX_BATCH))?,
+            cached: Vec::new(),
+        })
+    }
+
+    pub fn n_ctx(&self) -> u32 {
+        self.ctx.n_ctx()
+    }
+
+    /// False in a process forked after the session was made.
+    pub fn is_usable(&self) -> bool {
+        self.ctx.is_usable()
+    }
+
+    /// Tokens in the cache, which is also the position of the next one.
+    pub fn len(&self) -> usize {
+        self.cached.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cached.is_empty()
+    }
+
+    /// Logits of the last token evaluated.
+    pub fn logits(&self) -> InferenceResult<&[f32]> {
+        self.ctx.last_logits()
+    }
+
+    /// Make the cache hold exactly `prompt` and leave the logits of its last
+    /// token ready for sampling. With `reuse`, the longest prefix already
+    /// cached is kept; at least the last token is always evaluated, since its
+    /// logits are not stored. Returns the number of tokens reused.
+    pub fn evaluate_prompt(
+        &mut self,
+        prompt: &[LlamaToken],
+        reuse: bool,
+    ) -> InferenceResult<usize> {
+        let mut keep = if reuse {
+            common_prefix(&self.cached, prompt).min(prompt.len().saturating_sub(1))
+        } else {
+            0
+        };
+        if keep < self.cached.len() {
+            if self.ctx.forget_from(keep) {
+                self.cached.truncate(keep);
+            } else {
+                // The memory cannot drop a partial range: start over.
+                self.ctx.clear();
+                self.cached.clear();
+                keep = 0;
+            }
+        }
+        let rest = &prompt[keep..];
+        let n_batch = self.ctx.batch_capacity();
+        let chunks = rest.len().div_ceil(n_batch);
+        for (i, chunk) in rest.chunks(n_batch).enumerate() {
+            self.decode(chunk, i + 1 == chunks)?;
+        }
+        Ok(keep)
+    }
+
+    /// Evaluate one generated token, so that the next can be sampled.
+    pub fn evaluate_token(&mut self, token: LlamaToken) -> InferenceResult<()> {
+        self.decode(&[token], true)
+    }
+
+    /// Evaluate `tokens` at the next positions. On failure the cache no
+    /// longer matches `cached`, so the caller must drop the session.
+    fn decode(&mut self, tokens: &[LlamaToken], logits_for_last: bool) -> InferenceResult<()> {
+        self.ctx
+            .decode(tokens, self.cached.len(), logits_for_last)?;
+        self.cached.extend_from_slice(tokens);
+        Ok(())
+    }
+}
+
+/// Length of the longest common prefix of `a` and `b`.
+pub fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(ids: &[i32]) -> Vec<LlamaToken> {
+        ids.iter().map(|&i| LlamaToken(i)).collect()
+    }
+
+    #[test]
+    fn common_prefix_counts_the_shared_start() {
+        assert_eq!(common_prefix(&tokens(&[1, 2, 3]), &tokens(&[1, 2, 4])), 2);
+        assert_eq!(common_prefix(&tokens(&[1, 2]), &tokens(&[1, 2, 3])), 2);
+        assert_eq!(common_prefix(&tokens(&[]), &tokens(&[1])), 0);
+        assert_eq!(common_prefix(&tokens(&[5]), &tokens(&[1])), 0);
+    }
+}

@@ -1,0 +1,156 @@
+//! The lazy grammar check picks exactly what masking the whole vocabulary
+//! first would pick (greedy), and never a token the grammar refuses
+//! (sampling). Driven with synthetic logits, so every path is exercised.
+
+mod common;
+
+use infer::engine::params::GenerateParams;
+use infer::engine::sampler::{parse_grammar, Sampler};
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::token::LlamaToken;
+
+/// A small deterministic generator (xorshift), for logits.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// Random logits where the tokens the grammar allows are boosted by `boost`
+/// with probability `favour`, so that they sometimes rank first, sometimes in
+/// the shortlist and sometimes far below.
+fn logits(rng: &mut Rng, allowed: &[bool], boost: f32, favour: f32) -> Vec<f32> {
+    allowed
+        .iter()
+        .map(|&ok| {
+            let base = rng.next() * 10.0;
+            if ok && rng.next() < favour {
+                base + boost
+            } else {
+                base
+            }
+        })
+        .collect()
+}
+
+/// The tokens `grammar` allows next.
+fn allowed_mask(grammar: &mut LlamaSampler, n_vocab: usize) -> Vec<bool> {
+    let mut all = LlamaTokenDataArray::new(
+        (0..n_vocab)
+            .map(|i| LlamaTokenData::new(LlamaToken(i as i32), 0.0, 0.0))
+            .collect(),
+        false,
+    );
+    grammar.apply(&mut all);
+    all.data.iter().map(|t| t.logit().is_finite()).collect()
+}
+
+/// The best allowed token, by masking everything first.
+fn reference_pick(logits: &[f32], allowed: &[bool]) -> Option<LlamaToken> {
+    logits
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| allowed[*i])
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(i, _)| LlamaToken(i as i32))
+}
+
+fn run(model: &LlamaModel, gbnf: &str, params: &GenerateParams, seed: u64) -> (u32, u32, usize) {
+    let n_vocab = model.n_vocab() as usize;
+    let grammar = parse_grammar(model, gbnf).expect("grammar loads");
+    let mut reference = grammar.clone();
+    let mut sampler = Sampler::new(model, params, Some(grammar));
+    let mut rng = Rng(seed);
+    let mut steps = 0;
+    for step in 0..24 {
+        let allowed = allowed_mask(&mut reference, n_vocab);
+        if !allowed.iter().any(|&a| a) {
+            break;
+        }
+        // Alternate: allowed tokens usually on top, sometimes mid-ranked, sometimes buried.
+        let (boost, favour) = [(12.0, 1.0), (8.5, 0.02), (0.0, 0.0)][step % 3];
+        let l = logits(&mut rng, &allowed, boost, favour);
+        let token = sampler.sample(&l).expect("a token");
+        assert!(
+            allowed[token.0 as usize],
+            "step {step}: token {token:?} is not allowed"
+        );
+        if params.is_greedy() && params.repeat_penalty == 1.0 {
+            assert_eq!(Some(token), reference_pick(&l, &allowed), "step {step}");
+        }
+        reference.accept(token);
+        steps += 1;
+        if model.vocab().is_eog(token) {
+            break;
+        }
+    }
+    (sampler.refused, sampler.full_masks, steps)
+}
+
+const GRAMMARS: &[&str] = &[
+    r#"root ::= "{" "\"n\": " [0-9]{1,6} ", \"s\": \"" [a-z ]{0,40} "\"}""#,
+    r#"root ::= ("yes" | "no" | "maybe") ("." | "!")"#,
+    r#"root ::= [^"\\]{3,30}"#,
+];
+
+#[test]
+fn greedy_picks_the_best_allowed_token_on_every_path() {
+    let probe = common::probe();
+    let model = probe.model();
+    let (mut refused, mut full, mut steps) = (0, 0, 0);
+    for gbnf in GRAMMARS {
+        for seed in 1..=6 {
+            let (r, f, s) = run(model, gbnf, &GenerateParams::default(), seed);
+            refused += r;
+            full += f;
+            steps += s;
+        }
+    }
+    assert!(steps > 100, "only {steps} steps ran");
+    // Every path ran: first pick refused, then the shortlist, then the full mask.
+    assert!(
+        refused > full && full > 0,
+        "refused {refused}, full masks {full}"
+    );
+}
+
+#[test]
+fn sampling_never_emits_a_refused_token() {
+    let probe = common::probe();
+    let model = probe.model();
+    for (top_k, seed) in [(40, 1u32), (0, 2), (5, 3)] {
+        let params = GenerateParams {
+            temperature: 1.0,
+            top_k,
+            top_p: if top_k == 0 { 1.0 } else { 0.95 },
+            min_p: if top_k == 0 { 0.0 } else { 0.05 },
+            seed,
+            ..GenerateParams::default()
+        };
+        for (i, gbnf) in GRAMMARS.iter().enumerate() {
+            let (_, _, steps) = run(model, gbnf, &params, 100 + i as u64);
+            assert!(steps > 0);
+        }
+    }
+}
+
+#[test]
+fn repeat_penalty_with_a_grammar_stays_inside_it() {
+    let probe = common::probe();
+    let model = probe.model();
+    let params = GenerateParams {
+        repeat_penalty: 1.5,
+        ..GenerateParams::default()
+    };
+    for (i, gbnf) in GRAMMARS.iter().enumerate() {
+        run(model, gbnf, &params, 50 + i as u64);
+    }
+}
