@@ -122,20 +122,35 @@ impl Sampler {
     /// gets the best allowed token in every case; sampling draws from the
     /// filtered candidates the grammar allows, renormalised.
     pub fn sample(&mut self, logits: &[f32]) -> InferenceResult<LlamaToken> {
-        let mut array = candidates_from(std::mem::take(&mut self.candidates), logits);
-        self.shape_and_pick(&mut array);
-        let mut token = array.selected_token();
+        let mut array = None;
+        let mut token = if self.greedy && self.filters.is_none() {
+            // Plain greedy: the first highest logit, without building the
+            // candidate array (what llama.cpp's greedy sampler picks).
+            argmax(logits)
+        } else {
+            let mut all = candidates_from(std::mem::take(&mut self.candidates), logits);
+            self.shape_and_pick(&mut all);
+            let picked = all.selected_token();
+            array = Some(all);
+            picked
+        };
         if let Some(grammar) = &mut self.grammar {
             if !token.is_some_and(|t| allows(grammar, t)) {
                 self.refused += 1;
-                token = self.pick_from_shortlist(&mut array);
+                let mut all = array.take().unwrap_or_else(|| {
+                    candidates_from(std::mem::take(&mut self.candidates), logits)
+                });
+                token = self.pick_from_shortlist(&mut all);
                 if token.is_none() {
                     self.full_masks += 1;
-                    token = self.pick_from_all(&mut array, logits)?;
+                    token = self.pick_from_all(&mut all, logits)?;
                 }
+                array = Some(all);
             }
         }
-        self.candidates = array.data;
+        if let Some(all) = array {
+            self.candidates = all.data;
+        }
         let token = token.ok_or(InferenceError::GrammarDeadEnd)?;
         if let Some(grammar) = &mut self.grammar {
             grammar
@@ -195,6 +210,17 @@ impl Sampler {
         self.shape_and_pick(array);
         Ok(array.selected_token())
     }
+}
+
+/// The first token with the highest logit.
+fn argmax(logits: &[f32]) -> Option<LlamaToken> {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, &l) in logits.iter().enumerate() {
+        if best.is_none_or(|(_, b)| l > b) {
+            best = Some((i, l));
+        }
+    }
+    best.map(|(i, _)| LlamaToken(i as i32))
 }
 
 /// Every token with its logit, in the reused buffer `data`.

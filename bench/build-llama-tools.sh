@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Build llama.cpp's own `llama-completion` and `llama-bench`, the baselines of
+# bench/perf.php, from the llama.cpp sources the extension links against (the
+# tree vendored in the llama-cpp-sys-2 crate). That crate ships the libraries
+# but not the tools' sources, so those two directories come from the
+# llama-cpp-python sdist on PyPI, which carries the full tree. Same flags as the
+# extension's build (llama-cpp-sys-2's defaults): GGML_NATIVE off, so ggml's
+# portable x86 set (SSE4.2, AVX, AVX2, BMI2, FMA, F16C), and no OpenMP.
+# (GGML_NATIVE=ON would also compile AMX kernels, which die with SIGILL where
+# the kernel does not grant AMX state, as in this sandbox.)
+# Outside the normal build and CI; `make bench` runs it once.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="$ROOT/target/llama-tools"
+SDIST_VERSION=0.3.36
+
+if [ -x "$OUT/bin/llama-completion" ] && [ -x "$OUT/bin/llama-bench" ]; then
+    exit 0
+fi
+
+SYS="$(cargo metadata --format-version 1 --manifest-path "$ROOT/Cargo.toml" \
+    | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="llama-cpp-sys-2"))')"
+SYS="$(dirname "$SYS")/llama.cpp"
+[ -f "$SYS/CMakeLists.txt" ] || { echo "llama.cpp sources not found at $SYS" >&2; exit 1; }
+
+WORK="$OUT/work"
+mkdir -p "$WORK"
+if [ ! -d "$WORK/llama_cpp_python-$SDIST_VERSION" ]; then
+    echo "Fetching the llama-cpp-python $SDIST_VERSION sdist for the tools' sources"
+    python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$SDIST_VERSION" -d "$WORK"
+    tar -xzf "$WORK/llama_cpp_python-$SDIST_VERSION.tar.gz" -C "$WORK"
+fi
+SDIST="$WORK/llama_cpp_python-$SDIST_VERSION/vendor/llama.cpp"
+
+# The linked tree, with the two tools' sources laid over it.
+rm -rf "$WORK/llama.cpp"
+cp -r "$SYS" "$WORK/llama.cpp"
+for tool in completion llama-bench; do
+    rm -rf "$WORK/llama.cpp/tools/$tool"
+    cp -r "$SDIST/tools/$tool" "$WORK/llama.cpp/tools/$tool"
+done
+# Only those two tools are configured.
+printf 'add_subdirectory(completion)\nadd_subdirectory(llama-bench)\n' > "$WORK/llama.cpp/tools/CMakeLists.txt"
+
+cmake -S "$WORK/llama.cpp" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
+    -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON >/dev/null
+cmake --build "$WORK/build" --config Release -j "$(nproc)" --target llama-completion llama-bench
+mkdir -p "$OUT/bin"
+cp "$WORK/build/bin/llama-completion" "$WORK/build/bin/llama-bench" "$OUT/bin/"
+echo "Built $OUT/bin/llama-completion and $OUT/bin/llama-bench"
