@@ -217,21 +217,23 @@ fn hostname() -> Expr {
     Expr::seq([Expr::seq([any, Expr::lit(".")]).repeat(0, Some(3)), last])
 }
 
-/// `local@host` with a dot-atom local part.
+/// `local@host` with a dot-atom local part of at most 64 characters (RFC
+/// 5321): one atom of up to 64, or up to four atoms of up to 15 joined by dots.
 fn email() -> Expr {
-    let atom = Expr::class(&[
+    let atom_char = Expr::class(&[
         ('+', '+'),
         ('-', '-'),
         ('0', '9'),
         ('A', 'Z'),
         ('_', '_'),
         ('a', 'z'),
-    ])
-    .repeat(1, Some(32));
-    let local = Expr::seq([
-        atom.clone(),
-        Expr::seq([Expr::lit("."), atom]).repeat(0, Some(3)),
     ]);
+    let short = atom_char.clone().repeat(1, Some(15));
+    let dotted = Expr::seq([
+        short.clone(),
+        Expr::seq([Expr::lit("."), short]).repeat(1, Some(3)),
+    ]);
+    let local = Expr::alt([atom_char.repeat(1, Some(64)), dotted]);
     Expr::seq([local, Expr::lit("@"), hostname()])
 }
 
@@ -446,10 +448,28 @@ mod tests {
             &["example.com", "localhost", "a-b.c1.example.org", "x"],
             &["-a.com", "a-.com", "a..b", "example.123", "", "a_b.com"],
         );
+        let long_atom = format!("{}@x.com", "a".repeat(64));
+        let long_dotted = format!("{0}.{0}.{0}.{0}@x.com", "b".repeat(15));
+        let too_long_atom = format!("{}@x.com", "a".repeat(65));
         check(
             Format::Email,
-            &["john.doe@example.com", "a+b@mail.co", "x@y"],
-            &["@example.com", "john@", "a b@c.d", "john..doe@x.com"],
+            &[
+                "john.doe@example.com",
+                "a+b@mail.co",
+                "x@y",
+                &long_atom,
+                &long_dotted,
+            ],
+            &[
+                "@example.com",
+                "john@",
+                "a b@c.d",
+                "john..doe@x.com",
+                &too_long_atom,
+                // Local parts over 64 characters, as SmolLM2 once wrote them.
+                "Hi.Ivehadachemate.Iveveentourage.IrelandIrelandIrelandIrelandIrel@a.britania.com",
+                "ThisExampleEmailSyntaxExample1.py.py.py123255768661681551987413405545@gmail.com",
+            ],
         );
     }
 
