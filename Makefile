@@ -7,6 +7,8 @@ MODEL_FILE := models/SmolLM2-135M-Instruct.Q4_1.gguf
 INFER_MODEL ?= $(CURDIR)/$(MODEL_FILE)
 export INFER_MODEL
 EXT := $(CURDIR)/target/release/libinfer.so
+# The core (engine, converter, checker) without the PHP binding.
+CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
 .PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert
@@ -28,7 +30,7 @@ model:
 test-rust: deps model
 	# One test at a time: tests that run the model each start llama.cpp threads,
 	# and oversubscribed cores make its spinning barriers crawl.
-	cargo test --release --no-default-features -- --test-threads=1
+	cargo test --release $(CORE) -- --test-threads=1
 
 test-php: build model
 	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist
@@ -36,7 +38,8 @@ test-php: build model
 lint:
 	cargo fmt --check
 	cargo clippy --release --all-targets -- -D warnings
-	cargo clippy --release --no-default-features --all-targets -- -D warnings
+	cargo clippy --release $(CORE) --all-targets -- -D warnings
+	cargo clippy --release --no-default-features --lib -- -D warnings
 
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
@@ -44,13 +47,13 @@ MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 bench: bench-schema bench-compliance bench-convert bench-perf
 
 bench-schema: deps model
-	cargo run --release --no-default-features --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
+	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
 
 bench-compliance: deps model
-	cargo run --release --no-default-features --example compliance -- $(MASKBENCH) $(INFER_MODEL)
+	cargo run --release $(CORE) --example compliance -- $(MASKBENCH) $(INFER_MODEL)
 
 bench-convert: deps
-	cargo run --release --no-default-features --example convert_speed -- $(MASKBENCH)
+	cargo run --release $(CORE) --example convert_speed -- $(MASKBENCH)
 
 # Issue 4: against llama.cpp's llama-completion and llama-bench, built once by
 # bench/build-llama-tools.sh into target/llama-tools (needs PyPI for the sdist).

@@ -5,7 +5,7 @@
 //! finished with 'eos' with an independent JSON Schema validator (the
 //! `jsonschema` crate, formats asserted).
 //!
-//! Run: `make bench-compliance` (or `cargo run --release --no-default-features
+//! Run: `make bench-compliance` (or `cargo run --release --no-default-features --features engine
 //! --example compliance -- [DATA] [MODEL] [--sample N] [--seeds N]`).
 
 #[path = "args.rs"]

@@ -12,7 +12,7 @@
 //! way in the same run (instances as compact JSON in their original key
 //! order, which its grammars' flexible whitespace accepts).
 //!
-//! Run: `make bench-schema` (or `cargo run --release --no-default-features
+//! Run: `make bench-schema` (or `cargo run --release --no-default-features --features engine
 //! --example maskbench -- [DATA] [MODEL] [--limit N] [--baseline]`).
 
 #[path = "args.rs"]

@@ -2,6 +2,7 @@
 //! llama.cpp. The engine and the converters are plain Rust; `php` is the
 //! binding, compiled only with the `php` feature (on by default).
 
+#[cfg(feature = "engine")]
 pub mod engine;
 pub mod grammar;
 pub mod schema;

@@ -1,5 +1,6 @@
 //! Reusing the KV cache between calls on one model evaluates only new tokens
 //! and never changes what is generated.
+#![cfg(feature = "engine")]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! The lazy grammar check picks exactly what masking the whole vocabulary
 //! first would pick (greedy), and never a token the grammar refuses
 //! (sampling). Driven with synthetic logits, so every path is exercised.
+#![cfg(feature = "engine")]
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Table tests of the converter: for each schema, llama.cpp's grammar engine
 //! must accept every valid instance (written in the grammar's layout) and
 //! reject every invalid one.
+#![cfg(feature = "engine")]
 
 mod common;
 
