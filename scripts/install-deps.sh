@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what building and testing the extension needs, from Debian's packages:
-# PHP with its headers, PHPUnit, clang/libclang (bindgen) and cmake (llama.cpp).
+# PHP with its headers, PHPUnit, PHP-FPM, clang/libclang (bindgen) and cmake (llama.cpp).
 # Installs only when something is missing; needs root (or sudo) to install.
 set -euo pipefail
 
@@ -14,6 +14,8 @@ ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux
 php -r 'exit(extension_loaded("mbstring") ? 0 : 1);' >/dev/null 2>&1 || missing+=(php-mbstring)
 php -r 'exit(extension_loaded("dom") && extension_loaded("xml") ? 0 : 1);' >/dev/null 2>&1 || missing+=(php-xml)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+# PHP-FPM: tests-php/FpmTest.php starts two workers to test worker reuse.
+ls /usr/sbin/php-fpm* >/dev/null 2>&1 || missing+=(php-fpm)
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

@@ -37,6 +37,8 @@ pub enum InferenceError {
     Closed,
     #[error("the model is busy with another call")]
     Busy,
+    #[error("{what} is not valid UTF-8 (invalid byte at offset {offset})")]
+    NotUtf8 { what: &'static str, offset: usize },
     #[error("{name} must be {expected}, got {got}")]
     InvalidArgument {
         name: &'static str,

@@ -110,6 +110,18 @@ pub fn finite_float(value: &Zval) -> Option<f64> {
     f.is_finite().then_some(f)
 }
 
+/// The bytes of a PHP string argument as text, or the offset of the first
+/// byte that is not valid UTF-8.
+pub fn utf8(bytes: Vec<u8>) -> Result<String, usize> {
+    String::from_utf8(bytes).map_err(|e| e.utf8_error().valid_up_to())
+}
+
+/// Whether `value` is a PHP string that is not valid UTF-8.
+pub fn is_non_utf8_string(value: &Zval) -> bool {
+    let value = value.dereference();
+    value.is_string() && value.str().is_none()
+}
+
 /// A PHP `string` as Rust text; invalid UTF-8 is `None`.
 pub fn string(value: &Zval) -> Option<String> {
     let value = value.dereference();
@@ -215,6 +227,13 @@ fn zval_to_json(
             let object = value
                 .object()
                 .ok_or_else(|| format!("unreadable object at {}", at(path)))?;
+            let class = object.get_class_name().unwrap_or_default();
+            if !class.eq_ignore_ascii_case("stdClass") {
+                return Err(format!(
+                    "schema holds an object of class {class} at {}; only arrays and stdClass objects map to JSON",
+                    at(path)
+                ));
+            }
             let table = object
                 .get_properties()
                 .map_err(|_| format!("object without properties at {}", at(path)))?;

@@ -4,6 +4,9 @@ use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 use ext_php_rs::types::Zval;
 
+use ext_php_rs::binary::Binary;
+
+use super::convert;
 use super::exceptions::{infer_exception, no_constructor};
 use super::options::schema_grammar;
 use crate::grammar::check;
@@ -32,7 +35,12 @@ impl Grammar {
 
     /// Throw when `gbnf` does not parse or has no `root` rule; the message
     /// gives the line and column.
-    pub fn check(gbnf: String) -> PhpResult<()> {
+    pub fn check(gbnf: Binary<u8>) -> PhpResult<()> {
+        let gbnf = convert::utf8(gbnf.into()).map_err(|offset| {
+            infer_exception(format!(
+                "invalid grammar: grammar is not valid UTF-8 (invalid byte at offset {offset})"
+            ))
+        })?;
         check::check(&gbnf)
             .map(|_| ())
             .map_err(|e| infer_exception(format!("invalid grammar: {e}")))

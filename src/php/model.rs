@@ -2,12 +2,16 @@
 
 #![allow(non_snake_case)] // PHP parameter names are camelCase: `maxTokens: 64`.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+
+use ext_php_rs::binary::Binary;
 
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 
-use super::convert::OptionsArg;
+use super::convert::{self, OptionsArg};
 use super::exceptions::no_constructor;
 use super::options::{apply_generate_options, load_params};
 use super::prompt::Prompt;
@@ -27,6 +31,11 @@ impl Model {
     fn open(&self) -> Result<&engine::Model, InferenceError> {
         self.inner.as_ref().ok_or(InferenceError::Closed)
     }
+}
+
+/// A string argument as text; `what` names it in the error.
+fn text(bytes: Binary<u8>, what: &'static str) -> Result<String, InferenceError> {
+    convert::utf8(bytes.into()).map_err(|offset| InferenceError::NotUtf8 { what, offset })
 }
 
 /// The positional arguments and options of `chat()` / `raw()`, checked.
@@ -53,9 +62,11 @@ impl Model {
     /// `use_mmap` (bool, true), `use_mlock` (bool, false), `n_threads`
     /// (int >= 1, default: the machine's cores).
     #[php(defaults(options = OptionsArg::none()))]
-    pub fn load(path: String, options: OptionsArg<'_>) -> PhpResult<Self> {
+    pub fn load(path: Binary<u8>, options: OptionsArg<'_>) -> PhpResult<Self> {
         let params = load_params(options)?;
-        let model = engine::Model::load(Path::new(&path), &params)?;
+        // Bytes, not text: a path that is not UTF-8 gets its own error.
+        let path: Vec<u8> = path.into();
+        let model = engine::Model::load(Path::new(OsStr::from_bytes(&path)), &params)?;
         Ok(Self { inner: Some(model) })
     }
 
@@ -80,7 +91,7 @@ impl Model {
     #[allow(clippy::too_many_arguments)]
     pub fn raw(
         &self,
-        prompt: String,
+        prompt: Binary<u8>,
         maxTokens: i64,
         nCtx: i64,
         temperature: f64,
@@ -89,6 +100,7 @@ impl Model {
         options: OptionsArg<'_>,
     ) -> PhpResult<String> {
         let model = self.open()?;
+        let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         Ok(model.raw(&prompt, addBos, &params)?.text)
     }
@@ -99,8 +111,9 @@ impl Model {
     }
 
     /// How many tokens `text` encodes to (no BOS added).
-    pub fn count_tokens(&self, text: String) -> PhpResult<i64> {
-        Ok(self.open()?.count_tokens(&text) as i64)
+    pub fn count_tokens(&self, text: Binary<u8>) -> PhpResult<i64> {
+        let model = self.open()?;
+        Ok(model.count_tokens(&self::text(text, "text")?) as i64)
     }
 
     /// The context length the model was trained for.

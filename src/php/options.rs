@@ -121,6 +121,11 @@ pub fn apply_generate_options(
                 params.constraint = Some(Constraint::Grammar(gbnf));
             }
             "grammar" => {
+                if convert::is_non_utf8_string(value) {
+                    return Err(InferenceError::InvalidConstraint(
+                        "invalid grammar: the grammar string is not valid UTF-8".to_owned(),
+                    ));
+                }
                 let text = convert::string(value)
                     .ok_or_else(|| Problem::wrong(&key, "a GBNF string", value))?;
                 grammar::check(&text).map_err(|e| {

@@ -3,7 +3,10 @@
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 
-use super::exceptions::no_constructor;
+use ext_php_rs::binary::Binary;
+
+use super::convert;
+use super::exceptions::{infer_exception, no_constructor};
 use super::message::Message;
 use crate::engine::{self, Role};
 
@@ -17,10 +20,17 @@ pub struct Prompt {
 }
 
 impl Prompt {
-    fn with(&self, role: Role, content: String) -> Self {
+    /// This transcript plus a message. The content arrives as bytes so that
+    /// text that is not UTF-8 gets a clear error rather than a TypeError.
+    fn with(&self, role: Role, content: Binary<u8>) -> PhpResult<Self> {
+        let content = convert::utf8(content.into()).map_err(|offset| {
+            infer_exception(format!(
+                "message content is not valid UTF-8 (invalid byte at offset {offset})"
+            ))
+        })?;
         let mut messages = self.messages.clone();
         messages.push(engine::Message::new(role, content));
-        Self { messages }
+        Ok(Self { messages })
     }
 }
 
@@ -35,27 +45,27 @@ impl Prompt {
     }
 
     /// A transcript that starts with a system message.
-    pub fn system(content: String) -> Self {
+    pub fn system(content: Binary<u8>) -> PhpResult<Self> {
         Self::default().with(Role::System, content)
     }
 
     /// A transcript that starts with a user message.
-    pub fn user(content: String) -> Self {
+    pub fn user(content: Binary<u8>) -> PhpResult<Self> {
         Self::default().with(Role::User, content)
     }
 
     /// This transcript plus a system message.
-    pub fn with_system(&self, content: String) -> Self {
+    pub fn with_system(&self, content: Binary<u8>) -> PhpResult<Self> {
         self.with(Role::System, content)
     }
 
     /// This transcript plus a user message.
-    pub fn with_user(&self, content: String) -> Self {
+    pub fn with_user(&self, content: Binary<u8>) -> PhpResult<Self> {
         self.with(Role::User, content)
     }
 
     /// This transcript plus an assistant message.
-    pub fn with_assistant(&self, content: String) -> Self {
+    pub fn with_assistant(&self, content: Binary<u8>) -> PhpResult<Self> {
         self.with(Role::Assistant, content)
     }
 

@@ -1,0 +1,187 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Displace\Infer\Tests;
+
+use function Displace\Infer\Tests\Support\fcgi_get;
+
+require_once __DIR__ . '/support/fcgi.php';
+
+/**
+ * Worker reuse under PHP-FPM: two workers (started by the test on a loopback
+ * port) serve 500 requests mixing valid calls and bad inputs, from four
+ * concurrent clients. Every request gets its own answer, no worker dies, and
+ * nothing leaks between requests.
+ */
+final class FpmTest extends InferTestCase
+{
+    private const REQUESTS = 500;
+    private const CLIENTS = 4;
+    private const VALID = ['chat', 'schema', 'grammar'];
+    private const BAD = [
+        'bad-file' => 'Displace\Infer\ModelLoadException: model path is not a regular file',
+        'bad-gguf' => 'Displace\Infer\ModelLoadException: not a GGUF file',
+        'bad-schema' => 'Displace\Infer\InferException: ',
+        'deep-schema' => 'Displace\Infer\InferException: schema nesting is deeper than 128 levels',
+        'bad-grammar' => 'Displace\Infer\InferException: invalid grammar',
+        'bad-utf8' => 'Displace\Infer\InferException: message content is not valid UTF-8',
+        'nul' => 'Displace\Infer\InferenceException: message 0 (user) contains a NUL byte',
+        'huge-ctx' => 'Displace\Infer\InferenceException: nCtx = ',
+        'closed' => 'Displace\Infer\InferenceException: model has been closed',
+    ];
+    private const QUESTIONS = ['What is two plus two?', 'Name a fruit.', 'Is the sea salty?', 'Say hi.'];
+
+    /** @var resource|null */
+    private $fpm = null;
+    private string $dir = '';
+
+    private static function fpmBinary(): ?string
+    {
+        foreach (array_merge(glob('/usr/sbin/php-fpm*') ?: [], glob('/usr/local/sbin/php-fpm*') ?: []) as $path) {
+            if (is_executable($path)) {
+                return $path;
+            }
+        }
+        return null;
+    }
+
+    protected function tearDown(): void
+    {
+        if (is_resource($this->fpm)) {
+            proc_terminate($this->fpm, 15);
+            proc_close($this->fpm);
+        }
+        foreach (glob("{$this->dir}/*") ?: [] as $path) {
+            unlink($path);
+        }
+        if ($this->dir !== '') {
+            @rmdir($this->dir);
+        }
+        parent::tearDown();
+    }
+
+    /** Start PHP-FPM with two static workers on a free loopback port; return the port. */
+    private function startFpm(string $binary): int
+    {
+        $this->dir = sys_get_temp_dir() . '/infer-fpm-' . getmypid();
+        @mkdir($this->dir);
+        $probe = stream_socket_server('tcp://127.0.0.1:0');
+        $port = (int) substr(strrchr(stream_socket_get_name($probe, false), ':'), 1);
+        fclose($probe);
+        $user = posix_getuid() === 0 ? "user = root\ngroup = root\n" : '';
+        file_put_contents("{$this->dir}/fpm.conf", <<<CONF
+            [global]
+            error_log = {$this->dir}/fpm.log
+            daemonize = no
+            [www]
+            {$user}listen = 127.0.0.1:$port
+            pm = static
+            pm.max_children = 2
+            pm.max_requests = 0
+            clear_env = no
+            catch_workers_output = yes
+            env[INFER_MODEL] = {$this->modelPath()}
+            CONF);
+        $extension = getenv('INFER_EXTENSION') ?: dirname(__DIR__) . '/target/release/libinfer.so';
+        $cmd = [$binary, '-n', '-d', "extension=$extension", '-d', 'memory_limit=512M', '-y', "{$this->dir}/fpm.conf", '-F'];
+        if (posix_getuid() === 0) {
+            $cmd[] = '-R';
+        }
+        $this->fpm = proc_open($cmd, [1 => ['file', "{$this->dir}/fpm.out", 'w'], 2 => ['file', "{$this->dir}/fpm.out", 'a']], $pipes);
+        $deadline = microtime(true) + 20;
+        while (microtime(true) < $deadline) {
+            $socket = @stream_socket_client("tcp://127.0.0.1:$port", $errno, $error, 0.2);
+            if ($socket !== false) {
+                fclose($socket);
+                return $port;
+            }
+            usleep(100000);
+        }
+        $this->fail('PHP-FPM did not start: ' . @file_get_contents("{$this->dir}/fpm.out") . @file_get_contents("{$this->dir}/fpm.log"));
+    }
+
+    /** The request plan: case and question for each request id. */
+    private static function plan(): array
+    {
+        $cases = array_merge(self::VALID, self::VALID, array_keys(self::BAD));
+        $plan = [];
+        for ($i = 0; $i < self::REQUESTS; $i++) {
+            $plan[$i] = [$cases[($i * 7) % count($cases)], self::QUESTIONS[$i % count(self::QUESTIONS)]];
+        }
+        return $plan;
+    }
+
+    /**
+     * @requires extension pcntl
+     * @requires extension posix
+     */
+    public function testFiveHundredRequestsOnTwoWorkers(): void
+    {
+        $binary = self::fpmBinary();
+        if ($binary === null) {
+            $this->markTestSkipped('php-fpm is not installed (make deps installs it)');
+        }
+        $port = $this->startFpm($binary);
+        $script = __DIR__ . '/support/fpm-worker.php';
+        $plan = self::plan();
+
+        // Four client processes, each sending its share of the requests in turn.
+        $children = [];
+        for ($c = 0; $c < self::CLIENTS; $c++) {
+            $pid = pcntl_fork();
+            if ($pid === 0) {
+                $lines = [];
+                for ($i = $c; $i < self::REQUESTS; $i += self::CLIENTS) {
+                    [$case, $q] = $plan[$i];
+                    try {
+                        [$body, $stderr] = fcgi_get('127.0.0.1', $port, $script, ['case' => $case, 'id' => "r$i", 'q' => $q]);
+                        $lines[] = json_encode(['i' => $i, 'body' => $body, 'stderr' => $stderr]);
+                    } catch (\Throwable $e) {
+                        $lines[] = json_encode(['i' => $i, 'body' => '', 'stderr' => 'client: ' . $e->getMessage()]);
+                    }
+                }
+                file_put_contents("{$this->dir}/client-$c.jsonl", implode("\n", $lines));
+                posix_kill(posix_getpid(), SIGKILL);
+            }
+            $children[] = $pid;
+        }
+        foreach ($children as $pid) {
+            pcntl_waitpid($pid, $status);
+        }
+
+        $responses = [];
+        foreach (glob("{$this->dir}/client-*.jsonl") as $file) {
+            foreach (explode("\n", (string) file_get_contents($file)) as $line) {
+                $r = json_decode($line, true);
+                $responses[$r['i']] = $r;
+            }
+        }
+        $this->assertCount(self::REQUESTS, $responses, 'every request got a response');
+
+        $answers = [];
+        $pids = [];
+        foreach ($plan as $i => [$case, $q]) {
+            $r = $responses[$i];
+            $this->assertSame('', $r['stderr'], "request $i ($case): stderr");
+            $body = json_decode($r['body'], true);
+            $this->assertIsArray($body, "request $i ($case): body {$r['body']}");
+            $this->assertSame("r$i", $body['id'], "request $i answered another request's id");
+            $pids[$body['pid']] = true;
+            if (isset(self::BAD[$case])) {
+                $this->assertStringStartsWith(self::BAD[$case], $body['error'] ?? '', "request $i ($case)");
+                continue;
+            }
+            $this->assertArrayNotHasKey('error', $body, "request $i ($case)");
+            // Greedy decoding: the same case and question must give the same text every time.
+            $answers["$case|$q"] ??= $body['result'];
+            $this->assertSame($answers["$case|$q"], $body['result'], "request $i ($case, $q)");
+        }
+        $this->assertCount(count(self::VALID) * count(self::QUESTIONS), $answers);
+
+        $log = (string) file_get_contents("{$this->dir}/fpm.log");
+        $this->assertStringNotContainsString('exited on signal', $log);
+        $this->assertStringNotContainsString('exited with code', $log);
+        $this->assertLessThanOrEqual(2, count($pids), 'a worker was replaced: ' . implode(', ', array_keys($pids)));
+    }
+}
