@@ -99,18 +99,32 @@ impl Expr {
     /// yields an `Alt(vec![])` that [`Expr::to_gbnf`] renders as a class that
     /// matches nothing.
     pub fn alt(items: impl IntoIterator<Item = Expr>) -> Self {
+        /// Below this many alternatives a linear scan is cheaper than hashing.
+        const LINEAR: usize = 16;
         let mut out: Vec<Expr> = Vec::new();
-        // Hashes of the alternatives kept, so that long alternations (large
-        // enums) are deduplicated in linear time.
-        let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
+        // Past LINEAR, hashes of the alternatives kept, so that long
+        // alternations (large enums) are deduplicated in linear time.
+        let mut seen: Option<HashMap<u64, Vec<usize>>> = None;
         for item in items {
             let parts = match item {
                 Expr::Alt(inner) => inner,
                 other => vec![other],
             };
             for p in parts {
-                let h = p.shallow_hash();
-                let same = seen.entry(h).or_default();
+                if out.len() < LINEAR {
+                    if !out.contains(&p) {
+                        out.push(p);
+                    }
+                    continue;
+                }
+                let index = seen.get_or_insert_with(|| {
+                    let mut index: HashMap<u64, Vec<usize>> = HashMap::new();
+                    for (i, e) in out.iter().enumerate() {
+                        index.entry(e.shallow_hash()).or_default().push(i);
+                    }
+                    index
+                });
+                let same = index.entry(p.shallow_hash()).or_default();
                 if !same.iter().any(|&i| out[i] == p) {
                     same.push(out.len());
                     out.push(p);

@@ -380,21 +380,19 @@ fn factor(expr: Expr, escapes: &[Expr]) -> Expr {
     match expr {
         Expr::Alt(items) => {
             let items: Vec<Expr> = items.into_iter().map(|x| factor(x, escapes)).collect();
-            // The escapes are literals: compare the literal alternatives only.
-            let literals: HashSet<&str> = if items.len() >= escapes.len() {
-                items.iter().filter_map(literal).collect()
-            } else {
-                HashSet::new()
-            };
-            if escapes
-                .iter()
-                .all(|e| literal(e).is_some_and(|l| literals.contains(l)))
-            {
-                let escapes: HashSet<&str> = escapes.iter().filter_map(literal).collect();
-                let mut kept: Vec<Expr> = items
-                    .into_iter()
-                    .filter(|x| !literal(x).is_some_and(|l| escapes.contains(l)))
+            // The escapes are literals: look at the literal alternatives only.
+            let escape_set = escape_literals(escapes);
+            let is_escape = |x: &Expr| literal(x).is_some_and(|l| escape_set.contains(l));
+            let all_present = items.len() >= escape_set.len() && {
+                let present: HashSet<&str> = items
+                    .iter()
+                    .filter(|x| is_escape(x))
+                    .filter_map(literal)
                     .collect();
+                present.len() == escape_set.len()
+            };
+            if all_present {
+                let mut kept: Vec<Expr> = items.into_iter().filter(|x| !is_escape(x)).collect();
                 kept.push(Expr::rule(ESCAPE_RULE));
                 Expr::alt(kept)
             } else {
@@ -409,6 +407,18 @@ fn factor(expr: Expr, escapes: &[Expr]) -> Expr {
         },
         other => other,
     }
+}
+
+/// The escape literals as a set, built once.
+fn escape_literals(escapes: &[Expr]) -> &'static HashSet<String> {
+    static SET: std::sync::OnceLock<HashSet<String>> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        escapes
+            .iter()
+            .filter_map(literal)
+            .map(str::to_owned)
+            .collect()
+    })
 }
 
 fn literal(expr: &Expr) -> Option<&str> {
