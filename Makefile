@@ -11,7 +11,7 @@ EXT := $(CURDIR)/target/release/libinfer.so
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert
+.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory
 
 demo: build model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -44,7 +44,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -69,3 +69,7 @@ install: build
 
 clean:
 	cargo clean
+
+# Issue 5: resident memory over 2,000 mixed calls and 200 load/close cycles.
+bench-memory: build model
+	$(PHP_WITH_EXT) bench/memory.php $(INFER_MODEL)
