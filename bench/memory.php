@@ -1,6 +1,6 @@
 <?php
 // Issue 5: resident memory over long runs in one process.
-//   php -d extension=target/release/libinfer.so bench/memory.php MODEL [CALLS] [CYCLES]
+//   php -d extension=target/release/libinfer.so bench/memory.php MODEL [CALLS] [CYCLES] [THREADS]
 // 1. CALLS chat() calls (default 2,000) mixing free, schema and grammar runs
 //    (and errors): growth of resident memory after a warm-up of 100 calls.
 // 2. CYCLES load/chat/close cycles (default 200): growth after 10 cycles.
@@ -12,6 +12,8 @@ use Displace\Infer\{InferenceException, Model, Prompt};
 $path = $argv[1] ?? '';
 $calls = (int) ($argv[2] ?? 2000);
 $cycles = (int) ($argv[3] ?? 200);
+// Threads per model (default: llama.cpp's cores); memory does not depend on it.
+$options = isset($argv[4]) ? ['n_threads' => (int) $argv[4]] : [];
 if (!is_file($path)) {
     fwrite(STDERR, "usage: php bench/memory.php MODEL [CALLS] [CYCLES]\n");
     exit(2);
@@ -30,7 +32,7 @@ $schemas = [
 $grammars = ['root ::= "yes" | "no"', 'root ::= [0-9]{1,4}', "root ::= item (\", \" item)*\nitem ::= [a-z]+"];
 $questions = ['Say hello.', 'Name a colour.', 'Is water wet?', 'Count to three.', 'Describe a cat.'];
 
-$model = Model::load($path);
+$model = Model::load($path, $options);
 $errors = 0;
 $one = function (int $i) use ($model, $schemas, $grammars, $questions, &$errors): void {
     $prompt = Prompt::system('Answer briefly.')->withUser($questions[$i % count($questions)] . " ($i)");
@@ -62,7 +64,7 @@ $model->close();
 $started = hrtime(true);
 $warm_cycles = NAN;
 for ($c = 0; $c < $cycles; $c++) {
-    $m = Model::load($path);
+    $m = Model::load($path, $options);
     $m->chat(Prompt::user('Hi'), maxTokens: 2, nCtx: 256);
     $m->close();
     unset($m);
