@@ -14,6 +14,7 @@ declare -A FILTER=(
     [schema_grammar]=''
     [sampler]=''
     [prompt_cache]='repeating_a_call_reevaluates_only_the_last_prompt_token'
+    [fuzz_regressions]=''
 )
 mapfile -t executables < <(cargo test --release --no-default-features --features engine --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys

@@ -2269,7 +2269,7 @@ fn outer_loop_work(graph: &Graph, work: &[u64], n: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     /// llama.cpp's `grammars/json.gbnf` (current version).
     const JSON: &str = r#"root   ::= object
@@ -2744,10 +2744,8 @@ ws    ::= [ \t\n]*
                 Err(e) => e.to_string(),
             }
         );
-        // Release builds take at most a few hundred milliseconds; debug
-        // builds are about ten times slower.
-        let limit = Duration::from_secs(if cfg!(debug_assertions) { 15 } else { 1 });
-        assert!(elapsed < limit, "{name} took {elapsed:?}");
+        // The time is printed, not asserted: timing belongs in benchmarks
+        // (bench/convert_speed.rs, the fuzzers' one-second limit).
         result
     }
 

@@ -916,7 +916,7 @@ fn alt_of(items: Vec<Expr>) -> Expr {
 mod tests {
     use super::*;
     use crate::schema::strings::encode_str;
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     /// ECMAScript `\s` as the inside of a Rust class.
     macro_rules! es_space {
@@ -1698,14 +1698,12 @@ mod tests {
         );
     }
 
+    /// Runs `f`, printing how long it took (timing is not asserted in
+    /// tests; the fuzzers and the benchmarks bound it).
     fn assert_quick<T>(what: &str, f: impl FnOnce() -> T) -> T {
         let start = Instant::now();
         let out = f();
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "{what} took {:?}",
-            start.elapsed()
-        );
+        eprintln!("{what}: {:?}", start.elapsed());
         out
     }
 
