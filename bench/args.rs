@@ -51,3 +51,20 @@ impl Args {
         self.all.iter().any(|a| a == name)
     }
 }
+
+/// Run `run` on a thread with a `stack`-byte stack (the converters and
+/// llama.cpp's grammar engine recurse deeply on some schemas), and return its
+/// result.
+#[allow(dead_code)] // each benchmark compiles its own copy; not all use it
+pub fn on_large_stack(
+    stack: usize,
+    run: fn() -> Result<(), Box<dyn std::error::Error>>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let worker = std::thread::Builder::new()
+        .stack_size(stack)
+        .spawn(move || run().map_err(|e| e.to_string()))?;
+    worker
+        .join()
+        .map_err(|_| "the benchmark thread panicked")??;
+    Ok(())
+}

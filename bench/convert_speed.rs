@@ -16,13 +16,7 @@ mod args;
 use args::Args;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let worker = std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(|| run().map_err(|e| e.to_string()))?;
-    worker
-        .join()
-        .map_err(|_| "the benchmark thread panicked")??;
-    Ok(())
+    args::on_large_stack(256 << 20, run)
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {

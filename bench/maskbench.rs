@@ -62,14 +62,7 @@ struct Tally {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // llama.cpp's converter and grammar engine recurse deeply on some schemas.
-    let worker = std::thread::Builder::new()
-        .stack_size(1 << 30)
-        .spawn(|| run().map_err(|e| e.to_string()))?;
-    worker
-        .join()
-        .map_err(|_| "the benchmark thread panicked")??;
-    Ok(())
+    args::on_large_stack(1 << 30, run)
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
