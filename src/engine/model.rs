@@ -121,13 +121,6 @@ impl Model {
         self.generate(&tokens, params)
     }
 
-    /// How many tokens the kept context holds (0 when there is none).
-    pub fn cached_tokens(&self) -> usize {
-        self.reusable
-            .try_borrow()
-            .map_or(0, |r| r.session.as_ref().map_or(0, Session::len))
-    }
-
     fn generate(
         &self,
         prompt: &[LlamaToken],

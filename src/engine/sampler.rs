@@ -55,14 +55,6 @@ impl GrammarCache {
         self.entries.push((gbnf.to_owned(), parsed));
         Ok(fresh)
     }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
 }
 
 /// Let llama.cpp parse `gbnf` (start rule `root`); its parser's message

@@ -38,12 +38,9 @@ impl Session {
     }
 
     /// Tokens in the cache, which is also the position of the next one.
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         self.cached.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.cached.is_empty()
     }
 
     /// Logits of the last token evaluated.
