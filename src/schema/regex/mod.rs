@@ -1,0 +1,128 @@
+//! JSON Schema `pattern` (an ECMAScript regular expression without flags) to
+//! an exact grammar expression for the *content* of a JSON string: the text
+//! between the quotes, in canonical JSON encoding, whose decoded value matches
+//! the pattern.
+//!
+//! The translation works on decoded characters and maps each one through
+//! [`encode_char`] / [`char_in`]; canonical JSON encoding is a prefix-free code,
+//! so the image of the pattern's language is exact: sound and complete.
+//!
+//! Semantics, as JSON Schema uses the pattern:
+//! - The match is an unanchored search. `^` at the start and `$` at the end of
+//!   a top-level alternative anchor that alternative; anchors anywhere else are
+//!   [`RegexError::Unsupported`].
+//! - Characters are Unicode code points (as with the `u` flag): `.` and classes
+//!   match one code point, and a surrogate pair written as two `\uHHHH`
+//!   escapes is one character. A lone surrogate escape, whose meaning depends
+//!   on that choice, is unsupported.
+//! - The syntax is the non-`u` one with Annex B leniencies: a `{` that does not
+//!   start a quantifier, and a stray `]` or `}`, are literals; `-` next to a
+//!   class escape inside a class is a literal. Identity escapes of letters
+//!   (`\a`, `\z`, which other regex dialects read differently) are unsupported.
+//! - Lazy quantifiers denote the same language as greedy ones. A repetition
+//!   maximum above [`MAX_REPEAT`] is lowered to it (a smaller language, still
+//!   sound); a minimum above it is [`RegexError::TooLarge`].
+//!
+//! Grammar safety: an unbounded repetition never gets a body that matches the
+//! empty string (llama.cpp rejects such rules as left-recursive), and group
+//! nesting is limited to [`MAX_NESTING`] so that neither this parser nor the
+//! consumers of the resulting [`Expr`] recurse without bound.
+//!
+//! [`encode_char`]: crate::schema::strings::encode_char
+//! [`char_in`]: crate::schema::strings::char_in
+
+// How the pieces fit: `parser` reads the pattern into the syntax tree of
+// `ast`; `anchors` splits the `^` and `$` off each top-level alternative;
+// `lower` turns the rest into grammar expressions. The tests that compare
+// whole patterns with a reference engine are in `tests`.
+mod anchors;
+mod ast;
+mod lower;
+mod parser;
+
+use crate::grammar::expr::Expr;
+use anchors::{split_anchors, AnchorGroups};
+use lower::{lower_seq, Lowered};
+use parser::Parser;
+
+/// Why a pattern cannot be turned into a grammar expression.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RegexError {
+    /// A valid ECMAScript construct that has no exact grammar translation here.
+    #[error("unsupported regex feature {feature} at offset {offset}")]
+    Unsupported {
+        /// What the construct is.
+        feature: &'static str,
+        /// Byte offset of the construct in the pattern.
+        offset: usize,
+    },
+    /// Not a valid ECMAScript regular expression.
+    #[error("invalid regex at offset {offset}: {message}")]
+    Syntax {
+        /// What is wrong.
+        message: String,
+        /// Byte offset of the offending construct in the pattern.
+        offset: usize,
+    },
+    /// A repetition minimum above [`MAX_REPEAT`].
+    #[error("regex repetition {count} exceeds the limit {limit}")]
+    TooLarge {
+        /// The minimum as written (saturated at `u64::MAX`).
+        count: u64,
+        /// [`MAX_REPEAT`].
+        limit: u32,
+    },
+    /// Groups nested deeper than [`MAX_NESTING`].
+    #[error("regex groups nested deeper than {limit} at offset {offset}")]
+    TooDeep {
+        /// Byte offset of the first group past the limit.
+        offset: usize,
+        /// [`MAX_NESTING`].
+        limit: usize,
+    },
+    /// The pattern matches no string at all (e.g. `[]`), so no grammar exists.
+    #[error("regex matches no string; see the construct at offset {offset}")]
+    Unsatisfiable {
+        /// Byte offset of a construct that matches nothing.
+        offset: usize,
+    },
+}
+
+fn syntax(message: &str, offset: usize) -> RegexError {
+    RegexError::Syntax {
+        message: message.to_owned(),
+        offset,
+    }
+}
+
+fn unsupported(feature: &'static str, offset: usize) -> RegexError {
+    RegexError::Unsupported { feature, offset }
+}
+/// The largest repetition count kept in a grammar.
+pub const MAX_REPEAT: u32 = 1000;
+
+/// The deepest group nesting accepted.
+pub const MAX_NESTING: usize = 100;
+
+/// Expression for JSON string content whose value matches `pattern` (JSON
+/// Schema semantics: unanchored search).
+pub fn pattern_to_expr(pattern: &str) -> Result<Expr, RegexError> {
+    let alternatives = Parser::new(pattern).parse_pattern()?;
+    let mut groups = AnchorGroups::default();
+    let mut nothing_at = None;
+    for terms in &alternatives {
+        let (anchors, core) = split_anchors(terms);
+        match lower_seq(core)? {
+            Lowered::Lang(lang) => groups.add(anchors, lang),
+            Lowered::Nothing(offset) => {
+                nothing_at.get_or_insert(offset);
+            }
+        }
+    }
+    groups.into_expr().ok_or(RegexError::Unsatisfiable {
+        offset: nothing_at.unwrap_or(0),
+    })
+}
+
+#[cfg(test)]
+mod tests;
