@@ -128,8 +128,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (data, model_path) = (args.data.clone(), args.model.clone());
     let flag = |name: &str, default: usize| args.number(name, default);
     let sample = flag("--sample", 20);
-    let seeds = flag("--seeds", 2) as i64;
-    let max_tokens = flag("--max-tokens", 160) as i64;
+    let seeds = flag("--seeds", 2) as u32;
+    let max_tokens = flag("--max-tokens", 160) as u32;
 
     let mut corpus = hand_written();
     corpus.extend(sample_from(&data, sample)?);
@@ -138,13 +138,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut runs, mut eos, mut valid, mut length) = (0, 0, 0, 0);
     let mut invalid = Vec::new();
     for (name, schema_value) in &corpus {
-        let gbnf = schema::to_gbnf(schema_value)?;
+        let gbnf = schema::compile(schema_value)?.gbnf;
         let validator = jsonschema::options()
             .should_validate_formats(true)
             .build(schema_value)?;
         for seed in 1..=seeds {
-            let mut params = GenerateParams::new(max_tokens, 2048, 1.0, seed)?;
-            params.constraint = Some(Constraint::Grammar(gbnf.clone()));
+            let params = GenerateParams {
+                max_tokens,
+                n_ctx: 2048,
+                temperature: 1.0,
+                seed,
+                constraint: Some(Constraint::Grammar(gbnf.clone())),
+                ..GenerateParams::default()
+            };
             let prompt = [
                 Message::new(Role::System, "Output one JSON value only."),
                 Message::new(Role::User, format!("Give an example of a {name}.")),

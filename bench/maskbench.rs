@@ -115,7 +115,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             Ok(Ok(c)) => c,
         };
         t.accepted += 1;
-        if infer::grammar::check::check(&compiled.gbnf).is_err() {
+        if infer::grammar::check::check(compiled.gbnf.as_str()).is_err() {
             t.checker_refused += 1;
         }
         let mut grammar = match probe.load(&compiled.gbnf) {
@@ -171,10 +171,10 @@ fn judge_baseline(probe: &GrammarProbe, b: &mut Baseline, schema: &Value, tests:
     }));
     let Ok(Ok(gbnf)) = converted else { return };
     b.accepted += 1;
-    if infer::grammar::check::check(&gbnf).is_err() {
+    let Ok(gbnf) = infer::grammar::CheckedGbnf::new(gbnf) else {
         b.unsafe_grammars += 1;
         return;
-    }
+    };
     let Ok(mut grammar) = probe.load(&gbnf) else {
         b.grammar_load_failures += 1;
         return;

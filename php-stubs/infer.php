@@ -49,12 +49,12 @@ final class Model
     /**
      * Load a GGUF model.
      *
-     * @param string $path path of a .gguf file
+     * @param string $path path of a .gguf file; it must be within open_basedir when that is set
      * @param array{n_gpu_layers?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int} $options
      *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0);
      *        use_mmap: map the weights instead of reading them (default true);
      *        use_mlock: lock the weights in RAM (default false);
-     *        n_threads: threads for generation (int >= 1, default: the machine's cores).
+     *        n_threads: threads for generation (int from 1 to 512, default: the machine's cores).
      *        An unknown key or a value of the wrong type or range throws.
      * @throws ModelLoadException
      */

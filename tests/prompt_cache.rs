@@ -6,6 +6,7 @@ mod common;
 
 use infer::engine::params::Constraint;
 use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};
+use infer::grammar::CheckedGbnf;
 
 fn load() -> Model {
     Model::load(&common::model_path(), &LoadParams::default()).expect("load the model")
@@ -101,8 +102,9 @@ fn turning_the_cache_off_evaluates_everything() {
 #[test]
 fn outputs_match_fresh_models_across_contexts_prompts_and_grammars() {
     let model = load();
-    let yes_no = Constraint::Grammar("root ::= \"yes\" | \"no\"".to_owned());
-    let digits = Constraint::Grammar("root ::= [0-9]{1,3}".to_owned());
+    let checked = |gbnf: &str| CheckedGbnf::new(gbnf).expect("grammar passes the checker");
+    let yes_no = Constraint::Grammar(checked("root ::= \"yes\" | \"no\""));
+    let digits = Constraint::Grammar(checked("root ::= [0-9]{1,3}"));
     let calls: Vec<(Vec<Message>, GenerateParams)> = vec![
         (transcript(SYSTEM, "Is the sky blue?"), params(10, 1024)),
         (transcript(SYSTEM, "Is the sky blue?"), params(10, 512)),

@@ -6,9 +6,11 @@
 mod common;
 
 use infer::engine::params::GenerateParams;
-use infer::engine::sampler::{parse_grammar, Sampler};
+use std::sync::Arc;
+
+use infer::engine::sampler::{GrammarSampler, Sampler};
+use infer::grammar::CheckedGbnf;
 use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
@@ -43,7 +45,7 @@ fn logits(rng: &mut Rng, allowed: &[bool], boost: f32, favour: f32) -> Vec<f32> 
 }
 
 /// The tokens `grammar` allows next.
-fn allowed_mask(grammar: &mut LlamaSampler, n_vocab: usize) -> Vec<bool> {
+fn allowed_mask(grammar: &mut GrammarSampler, n_vocab: usize) -> Vec<bool> {
     let mut all = LlamaTokenDataArray::new(
         (0..n_vocab)
             .map(|i| LlamaTokenData::new(LlamaToken(i as i32), 0.0, 0.0))
@@ -64,9 +66,15 @@ fn reference_pick(logits: &[f32], allowed: &[bool]) -> Option<LlamaToken> {
         .map(|(i, _)| LlamaToken(i as i32))
 }
 
-fn run(model: &LlamaModel, gbnf: &str, params: &GenerateParams, seed: u64) -> (u32, u32, usize) {
+fn run(
+    model: &Arc<LlamaModel>,
+    gbnf: &str,
+    params: &GenerateParams,
+    seed: u64,
+) -> (u32, u32, usize) {
     let n_vocab = model.n_vocab() as usize;
-    let grammar = parse_grammar(model, gbnf).expect("grammar loads");
+    let gbnf = CheckedGbnf::new(gbnf).expect("grammar passes the checker");
+    let grammar = GrammarSampler::parse(model, &gbnf).expect("grammar loads");
     let mut reference = grammar.clone();
     let mut sampler = Sampler::new(model, params, Some(grammar));
     let mut rng = Rng(seed);
@@ -87,7 +95,9 @@ fn run(model: &LlamaModel, gbnf: &str, params: &GenerateParams, seed: u64) -> (u
         if params.is_greedy() && params.repeat_penalty == 1.0 {
             assert_eq!(Some(token), reference_pick(&l, &allowed), "step {step}");
         }
-        reference.accept(token);
+        reference
+            .accept(token)
+            .expect("the reference accepts the pick");
         steps += 1;
         if model.vocab().is_eog(token) {
             break;

@@ -9,11 +9,12 @@
 //! the context and wait for work by polling briefly, as in llama.cpp's tools.
 //!
 //! Fork safety: threads do not survive `fork()`. A context created in another
-//! process (a PHP-FPM master, `pcntl_fork`) is never used or freed by the
+//! process (a pre-forking server's master, say) is never used or freed by the
 //! child: [`Context::is_usable`] says so, and dropping it there leaks it
 //! instead of joining threads that do not exist.
 
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
@@ -22,18 +23,31 @@ use llama_cpp_sys_2 as sys;
 use super::backend::{clear_diagnostics, take_diagnostics};
 use super::error::{InferenceError, InferenceResult};
 
-/// The raw model pointer inside a `LlamaModel`, which is a single pointer
-/// (checked at compile time, so a change of that wrapper breaks the build
-/// rather than this read).
-fn model_ptr(model: &LlamaModel) -> *mut sys::llama_model {
-    const _: () =
-        assert!(std::mem::size_of::<LlamaModel>() == std::mem::size_of::<*mut sys::llama_model>());
-    // SAFETY: `LlamaModel` holds exactly one field, a non-null
-    // `#[repr(transparent)]` pointer to the llama_model; the sizes match.
-    unsafe { std::mem::transmute_copy::<LlamaModel, *mut sys::llama_model>(model) }
+/// The raw `llama_model` behind llama-cpp-2's wrapper, which does not expose
+/// it (and offers no way to attach a thread pool to a context).
+///
+/// In llama-cpp-2 0.1.160, pinned with `=` in Cargo.toml for this reason,
+/// `LlamaModel` is `#[repr(transparent)]` over `Ptr<llama_model>`, which is
+/// `#[repr(transparent)]` over `NonNull<llama_model>`: a `&LlamaModel` points
+/// at exactly that pointer. Size and alignment are asserted here, and
+/// `tests::raw_pointer_is_the_wrappers_model` checks at run time that the
+/// pointer answers every query exactly as the wrapper does, so a change of
+/// layout fails the build or the tests before it can reach users.
+pub(crate) fn model_ptr(model: &LlamaModel) -> NonNull<sys::llama_model> {
+    type Raw = NonNull<sys::llama_model>;
+    const _: () = assert!(
+        std::mem::size_of::<LlamaModel>() == std::mem::size_of::<Raw>()
+            && std::mem::align_of::<LlamaModel>() == std::mem::align_of::<Raw>()
+    );
+    // SAFETY: `LlamaModel` is transparent over a `NonNull<llama_model>` (see
+    // above), so reading a `Raw` at its address reads that field; the
+    // reference keeps it initialised for the read.
+    unsafe { *std::ptr::from_ref(model).cast::<Raw>() }
 }
 
-/// A llama.cpp context, its thread pool and its batch buffer.
+/// A llama.cpp context, its thread pool and its batch buffer. It holds a
+/// strong reference to the model it evaluates, so the model outlives it
+/// whoever else drops their reference first.
 pub struct Context {
     ctx: NonNull<sys::llama_context>,
     threadpool: NonNull<sys::ggml_threadpool>,
@@ -42,6 +56,9 @@ pub struct Context {
     n_vocab: usize,
     n_ctx: u32,
     pid: u32,
+    /// Dropped after `Drop::drop` has freed the context (fields always drop
+    /// after the struct's own `drop`), whatever the field order.
+    _model: Arc<LlamaModel>,
 }
 
 impl std::fmt::Debug for Context {
@@ -55,9 +72,9 @@ impl std::fmt::Debug for Context {
 
 impl Context {
     /// A context of `n_ctx` tokens evaluating batches of up to `n_batch`.
-    /// The model must outlive it.
+    /// It keeps `model` alive for as long as it lives.
     pub fn new(
-        model: &LlamaModel,
+        model: &Arc<LlamaModel>,
         n_threads: u32,
         n_ctx: u32,
         n_batch: u32,
@@ -76,13 +93,16 @@ impl Context {
             params.n_threads_batch = threads;
             params.no_perf = true;
             clear_diagnostics();
-            let ctx = NonNull::new(sys::llama_init_from_model(model_ptr(model), params))
-                .ok_or_else(|| {
-                    failed(
-                        take_diagnostics()
-                            .unwrap_or_else(|| "llama.cpp returned no context".to_owned()),
-                    )
-                })?;
+            let ctx = NonNull::new(sys::llama_init_from_model(
+                model_ptr(model).as_ptr(),
+                params,
+            ))
+            .ok_or_else(|| {
+                failed(
+                    take_diagnostics()
+                        .unwrap_or_else(|| "llama.cpp returned no context".to_owned()),
+                )
+            })?;
             let mut tp_params = sys::ggml_threadpool_params_default(threads);
             let Some(threadpool) = NonNull::new(sys::ggml_threadpool_new(&mut tp_params)) else {
                 sys::llama_free(ctx.as_ptr());
@@ -99,6 +119,7 @@ impl Context {
                 n_vocab: model.n_vocab().max(0) as usize,
                 n_ctx,
                 pid: std::process::id(),
+                _model: Arc::clone(model),
             })
         }
     }
@@ -214,5 +235,63 @@ impl Drop for Context {
             sys::ggml_threadpool_free(self.threadpool.as_ptr());
             sys::llama_batch_free(self.batch);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use llama_cpp_2::model::params::LlamaModelParams;
+
+    use super::*;
+    use crate::engine::backend::backend;
+
+    /// The default model (`make model`), or `INFER_MODEL`.
+    fn model_path() -> PathBuf {
+        std::env::var_os("INFER_MODEL").map_or_else(
+            || {
+                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
+            },
+            PathBuf::from,
+        )
+    }
+
+    /// Fails loudly if llama-cpp-2's `LlamaModel` ever stops being the bare
+    /// pointer `model_ptr` reads: every query through the raw pointer must
+    /// answer as the wrapper does, and the vocabulary must be the same object.
+    #[test]
+    fn raw_pointer_is_the_wrappers_model() {
+        let path = model_path();
+        let Some(utf8) = path.to_str() else {
+            panic!("model path {} is not UTF-8", path.display());
+        };
+        let model = LlamaModel::load_from_file(
+            backend().expect("backend"),
+            utf8,
+            &LlamaModelParams::default(),
+        )
+        .unwrap_or_else(|e| panic!("load {}: {e} (run `make model`)", path.display()));
+        let raw = model_ptr(&model).as_ptr();
+        // SAFETY: if the layout assumption holds, `raw` is the live model.
+        let (n_ctx_train, n_params, size, n_embd, n_vocab) = unsafe {
+            (
+                sys::llama_model_n_ctx_train(raw),
+                sys::llama_model_n_params(raw),
+                sys::llama_model_size(raw),
+                sys::llama_model_n_embd(raw),
+                sys::llama_vocab_n_tokens(sys::llama_model_get_vocab(raw)),
+            )
+        };
+        assert_eq!(n_ctx_train, model.n_ctx_train() as i32);
+        assert_eq!(n_params, model.n_params());
+        assert_eq!(size, model.size());
+        assert_eq!(n_embd, model.n_embd());
+        assert_eq!(n_vocab, model.n_vocab());
+        assert!(
+            n_params > 0 && n_vocab > 0,
+            "{n_params} params, {n_vocab} tokens"
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! Errors of the generation engine. The PHP layer maps [`LoadError`] to
-//! `ModelLoadException` and [`InferenceError`] to `InferenceException`.
+//! Errors of the generation engine: [`LoadError`] when a model cannot be
+//! loaded, [`InferenceError`] when a call on a loaded model fails.
 
 use std::path::PathBuf;
 
@@ -24,8 +24,8 @@ pub enum LoadError {
     PathNotUtf8 { path: PathBuf },
     #[error("llama.cpp could not load {}: {detail}", .path.display())]
     Rejected { path: PathBuf, detail: String },
-    #[error("option \"{key}\" {expected}")]
-    InvalidOption { key: String, expected: String },
+    #[error("n_threads = {n_threads} is outside the range llama.cpp supports (1 to {max})")]
+    ThreadCount { n_threads: u32, max: u32 },
     #[error("llama.cpp backend could not be initialised: {reason}")]
     Backend { reason: String },
 }
@@ -33,23 +33,9 @@ pub enum LoadError {
 /// A call on a loaded model failed.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum InferenceError {
-    #[error("model has been closed")]
-    Closed,
     #[error("the model is busy with another call")]
     Busy,
-    #[error("{what} is not valid UTF-8 (invalid byte at offset {offset})")]
-    NotUtf8 { what: &'static str, offset: usize },
-    #[error("{name} must be {expected}, got {got}")]
-    InvalidArgument {
-        name: &'static str,
-        expected: &'static str,
-        got: String,
-    },
-    #[error("option \"{key}\" {expected}")]
-    InvalidOption { key: String, expected: String },
-    #[error(
-        "prompt is {tokens} tokens, which does not fit in nCtx = {n_ctx}; raise nCtx or shorten the prompt"
-    )]
+    #[error("prompt is {tokens} tokens, which does not fit in a context of {n_ctx} tokens")]
     PromptTooLong { tokens: usize, n_ctx: u32 },
     #[error("prompt is empty: it encodes to no tokens")]
     EmptyPrompt,
@@ -57,13 +43,17 @@ pub enum InferenceError {
     NoMessages,
     #[error("message {index} ({role}) contains a NUL byte, which a chat template cannot carry")]
     NulInMessage { index: usize, role: &'static str },
-    #[error("model has no chat template; use raw() with a prompt you format yourself")]
+    #[error(
+        "model has no chat template; format the prompt yourself and complete it as plain text"
+    )]
     NoChatTemplate,
     #[error("the model's chat template could not be applied: {detail}")]
     TemplateFailed { detail: String },
-    #[error("nCtx = {n_ctx} exceeds the context length the model was trained for ({max})")]
+    #[error(
+        "a context of {n_ctx} tokens exceeds the context length the model was trained for ({max})"
+    )]
     ContextTooLarge { n_ctx: u32, max: u32 },
-    #[error("could not create a context of nCtx = {n_ctx}: {detail}")]
+    #[error("could not create a context of {n_ctx} tokens: {detail}")]
     ContextFailed { n_ctx: u32, detail: String },
     #[error("decoding failed: {detail}")]
     DecodeFailed { detail: String },
@@ -73,10 +63,6 @@ pub enum InferenceError {
         "the grammar allows no token at this point of the output (a rule that can never complete)"
     )]
     GrammarDeadEnd,
-    #[error("{0}")]
-    InvalidConstraint(String),
-    #[error("answer is not valid JSON: {detail}")]
-    NotJson { detail: String },
 }
 
 pub type InferenceResult<T> = Result<T, InferenceError>;

@@ -1,5 +1,5 @@
 //! The generation loop: evaluate the prompt, then sample one token at a time
-//! until end-of-generation, `maxTokens`, the end of the context or a stop string.
+//! until end-of-generation, `max_tokens`, the end of the context or a stop string.
 
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
@@ -15,7 +15,7 @@ use super::session::Session;
 pub enum FinishReason {
     /// The model emitted an end-of-generation token.
     Eos,
-    /// `maxTokens` or the end of the context was reached.
+    /// `max_tokens` or the end of the context was reached.
     Length,
     /// A stop string occurred.
     Stop,

@@ -5,6 +5,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
@@ -22,7 +23,8 @@ use super::session::Session;
 const GGUF_MAGIC: &[u8; 4] = b"GGUF";
 
 /// What a model keeps between calls: the context of the last call (with its
-/// KV cache) and the grammars parsed so far. Both point into the model.
+/// KV cache) and the grammars parsed so far. Both point into the model, and
+/// both hold a strong reference to it, so it outlives them.
 #[derive(Debug, Default)]
 struct Reusable {
     session: Option<Session>,
@@ -30,11 +32,14 @@ struct Reusable {
 }
 
 /// A model loaded into memory (memory-mapped by default).
+///
+/// The llama.cpp model is shared (`Arc`) with everything that points into it
+/// (the context, parsed grammars), so it is freed after the last of them,
+/// whatever order the fields below are declared or dropped in.
 #[derive(Debug)]
 pub struct Model {
-    // Fields drop in declaration order: what points into the model first.
+    model: Arc<LlamaModel>,
     reusable: RefCell<Reusable>,
-    model: LlamaModel,
     n_threads: u32,
     path: PathBuf,
 }
@@ -43,6 +48,7 @@ impl Model {
     /// Load the GGUF file at `path`. The file is checked before llama.cpp sees
     /// it, so that the common mistakes get a precise message.
     pub fn load(path: &Path, params: &LoadParams) -> Result<Self, LoadError> {
+        params.check()?;
         check_file(path)?;
         let utf8 = path.to_str().ok_or_else(|| LoadError::PathNotUtf8 {
             path: path.to_path_buf(),
@@ -60,8 +66,8 @@ impl Model {
             }
         })?;
         Ok(Self {
+            model: Arc::new(model),
             reusable: RefCell::default(),
-            model,
             n_threads: params.n_threads,
             path: path.to_path_buf(),
         })

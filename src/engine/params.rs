@@ -1,7 +1,8 @@
-//! Typed, validated parameters of loading and generation. The PHP layer reads
-//! option arrays into these; every range check lives here.
+//! Typed parameters of loading and generation, and the limits the engine
+//! enforces on them. The binding reads its callers' arguments into these.
 
-use super::error::{InferenceError, InferenceResult};
+use super::error::LoadError;
+use crate::grammar::CheckedGbnf;
 
 /// How a model is loaded.
 #[derive(Debug, Clone, PartialEq)]
@@ -10,6 +11,24 @@ pub struct LoadParams {
     pub use_mmap: bool,
     pub use_mlock: bool,
     pub n_threads: u32,
+}
+
+/// Most threads one context may use: ggml's `GGML_MAX_N_THREADS`. ggml
+/// aborts the whole process when it cannot start the threads it is asked
+/// for, so larger values are refused before they reach it.
+pub const MAX_THREADS: u32 = 512;
+
+impl LoadParams {
+    /// Refuse what would abort the process inside llama.cpp.
+    pub fn check(&self) -> Result<(), LoadError> {
+        if self.n_threads == 0 || self.n_threads > MAX_THREADS {
+            return Err(LoadError::ThreadCount {
+                n_threads: self.n_threads,
+                max: MAX_THREADS,
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Default for LoadParams {
@@ -30,6 +49,7 @@ pub fn default_threads() -> u32 {
         .ok()
         .and_then(|n| u32::try_from(n.get()).ok())
         .unwrap_or(1)
+        .min(MAX_THREADS)
 }
 
 /// Sampling filters applied when temperature > 0 (llama.cpp's defaults).
@@ -42,11 +62,11 @@ pub const REPEAT_LAST_N: i32 = 64;
 /// What the sampler is allowed to emit.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Constraint {
-    /// A GBNF grammar whose start rule is `root`.
-    Grammar(String),
+    /// A checked GBNF grammar whose start rule is `root`.
+    Grammar(CheckedGbnf),
 }
 
-/// Everything one `chat()` / `raw()` call needs besides the prompt.
+/// Everything one generation call needs besides the prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerateParams {
     pub max_tokens: u32,
@@ -83,57 +103,12 @@ impl Default for GenerateParams {
 }
 
 impl GenerateParams {
-    /// The positional arguments of `chat()` / `raw()`, checked.
-    pub fn new(max_tokens: i64, n_ctx: i64, temperature: f64, seed: i64) -> InferenceResult<Self> {
-        let max_tokens = positive_u32("maxTokens", max_tokens)?;
-        let n_ctx = positive_u32("nCtx", n_ctx)?;
-        if !temperature.is_finite() || temperature < 0.0 {
-            return Err(InferenceError::InvalidArgument {
-                name: "temperature",
-                expected: "a finite number >= 0",
-                got: php_float(temperature),
-            });
-        }
-        Ok(Self {
-            max_tokens,
-            n_ctx,
-            temperature: temperature as f32,
-            seed: seed_from(seed),
-            ..Self::default()
-        })
-    }
-
     pub fn is_greedy(&self) -> bool {
         self.temperature <= 0.0
     }
 }
 
-fn positive_u32(name: &'static str, value: i64) -> InferenceResult<u32> {
-    if value < 1 {
-        return Err(InferenceError::InvalidArgument {
-            name,
-            expected: "at least 1",
-            got: value.to_string(),
-        });
-    }
-    // Anything above u32 cannot fit any context llama.cpp can allocate; the
-    // context check names the real limit, so saturate rather than fail here.
-    Ok(u32::try_from(value).unwrap_or(u32::MAX))
-}
-
-/// A float written as PHP writes it: `NAN`, `INF`, `-INF`, else the shortest
-/// decimal that reads back the same.
-pub fn php_float(f: f64) -> String {
-    if f.is_nan() {
-        "NAN".to_owned()
-    } else if f.is_infinite() {
-        if f > 0.0 { "INF" } else { "-INF" }.to_owned()
-    } else {
-        f.to_string()
-    }
-}
-
-/// Map any PHP integer to a sampler seed. llama.cpp treats 0xFFFFFFFF as "pick
+/// Map any 64-bit integer to a sampler seed. llama.cpp treats 0xFFFFFFFF as "pick
 /// a random seed", which would make a seeded call unrepeatable, so the map
 /// never produces it.
 pub fn seed_from(seed: i64) -> u32 {
@@ -146,30 +121,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rejects_non_positive_counts() {
-        for (max, ctx, name) in [(0, 10, "maxTokens"), (-5, 10, "maxTokens"), (1, 0, "nCtx")] {
-            match GenerateParams::new(max, ctx, 0.0, 1) {
-                Err(InferenceError::InvalidArgument { name: got, .. }) => assert_eq!(got, name),
-                other => panic!("({max}, {ctx}) gave {other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn rejects_negative_and_non_finite_temperature() {
-        for t in [-0.1, f64::NAN, f64::INFINITY] {
-            let err = GenerateParams::new(1, 1, t, 1).unwrap_err();
-            assert!(
-                err.to_string().starts_with("temperature must be"),
-                "{t}: {err}"
+    fn thread_counts_outside_ggml_limits_are_refused() {
+        for n in [0, MAX_THREADS + 1, u32::MAX] {
+            let params = LoadParams {
+                n_threads: n,
+                ..LoadParams::default()
+            };
+            assert_eq!(
+                params.check(),
+                Err(LoadError::ThreadCount {
+                    n_threads: n,
+                    max: MAX_THREADS
+                })
             );
         }
-    }
-
-    #[test]
-    fn huge_counts_saturate_instead_of_wrapping() {
-        let p = GenerateParams::new(i64::MAX, i64::MAX, 0.0, 1).unwrap();
-        assert_eq!((p.max_tokens, p.n_ctx), (u32::MAX, u32::MAX));
+        for n in [1, MAX_THREADS] {
+            let params = LoadParams {
+                n_threads: n,
+                ..LoadParams::default()
+            };
+            assert_eq!(params.check(), Ok(()), "{n} threads");
+        }
+        assert_eq!(LoadParams::default().check(), Ok(()));
     }
 
     #[test]

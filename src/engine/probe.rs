@@ -3,27 +3,28 @@
 //! generated grammars against JSON instances.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::sampling::LlamaSampler;
 
 use super::backend::{backend, clear_diagnostics, take_diagnostics};
 use super::error::InferenceError;
 use super::error::LoadError;
-use super::sampler::{allows, parse_grammar};
+use super::sampler::GrammarSampler;
+use crate::grammar::CheckedGbnf;
 
 /// A model's vocabulary (weights not loaded), for driving grammar samplers.
 #[derive(Debug)]
 pub struct GrammarProbe {
-    model: LlamaModel,
+    model: Arc<LlamaModel>,
 }
 
 /// A grammar loaded into llama.cpp's sampler.
 #[derive(Debug)]
 pub struct LoadedGrammar<'p> {
     probe: &'p GrammarProbe,
-    sampler: LlamaSampler,
+    sampler: GrammarSampler,
 }
 
 impl GrammarProbe {
@@ -40,17 +41,19 @@ impl GrammarProbe {
                 detail: take_diagnostics().unwrap_or_else(|| e.to_string()),
             }
         })?;
-        Ok(Self { model })
+        Ok(Self {
+            model: Arc::new(model),
+        })
     }
 
     /// The vocabulary-only model.
-    pub fn model(&self) -> &LlamaModel {
+    pub fn model(&self) -> &Arc<LlamaModel> {
         &self.model
     }
 
     /// Load `gbnf` (start rule `root`); the error is llama.cpp's diagnostics.
-    pub fn load(&self, gbnf: &str) -> Result<LoadedGrammar<'_>, String> {
-        let sampler = parse_grammar(&self.model, gbnf).map_err(|e| match e {
+    pub fn load(&self, gbnf: &CheckedGbnf) -> Result<LoadedGrammar<'_>, String> {
+        let sampler = GrammarSampler::parse(&self.model, gbnf).map_err(|e| match e {
             InferenceError::GrammarRejected { detail } => detail,
             other => other.to_string(),
         })?;
@@ -68,10 +71,10 @@ impl LoadedGrammar<'_> {
         self.sampler.reset();
         let vocab = self.probe.model.vocab();
         for token in vocab.tokenize(text.as_bytes(), false, false) {
-            if !allows(&mut self.sampler, token) || self.sampler.try_accept(token).is_err() {
+            if !self.sampler.allows(token) || self.sampler.accept(token).is_err() {
                 return false;
             }
         }
-        allows(&mut self.sampler, vocab.eos())
+        self.sampler.allows(vocab.eos())
     }
 }

@@ -10,6 +10,9 @@
 //! kept with probability equal to the allowed mass, so the token follows the
 //! masked distribution (llama.cpp's common sampler does the same).
 
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::data::LlamaTokenData;
@@ -19,15 +22,92 @@ use llama_cpp_2::token::LlamaToken;
 use super::backend::{capture_stderr, clear_diagnostics, first_line, take_diagnostics};
 use super::error::{InferenceError, InferenceResult};
 use super::params::{GenerateParams, REPEAT_LAST_N};
+use crate::grammar::CheckedGbnf;
 
 /// How many parsed grammars a model keeps for reuse.
 const CACHED_GRAMMARS: usize = 8;
 
+/// A grammar sampler, which points into the vocabulary of the model it was
+/// parsed for, together with a strong reference to that model: the sampler
+/// is freed first (in `drop`, before any field), so the model always
+/// outlives it.
+pub struct GrammarSampler {
+    sampler: ManuallyDrop<LlamaSampler>,
+    model: Arc<LlamaModel>,
+}
+
+impl GrammarSampler {
+    /// Let llama.cpp parse `gbnf` (start rule `root`) for `model`; its
+    /// parser's message becomes the error.
+    pub fn parse(model: &Arc<LlamaModel>, gbnf: &CheckedGbnf) -> InferenceResult<Self> {
+        clear_diagnostics();
+        let (parsed, printed) =
+            capture_stderr(|| LlamaSampler::grammar(model, gbnf.as_str(), "root"));
+        let sampler = parsed.map_err(|e| InferenceError::GrammarRejected {
+            detail: first_line(&printed)
+                .or_else(take_diagnostics)
+                .unwrap_or_else(|| e.to_string()),
+        })?;
+        Ok(Self {
+            sampler: ManuallyDrop::new(sampler),
+            model: Arc::clone(model),
+        })
+    }
+
+    /// Back to the start of the grammar.
+    pub fn reset(&mut self) {
+        self.sampler.reset();
+    }
+
+    /// Whether the grammar, in its current state, allows `token` next.
+    pub fn allows(&mut self, token: LlamaToken) -> bool {
+        let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
+        self.sampler.apply(&mut one);
+        one.data.first().is_some_and(|t| t.logit().is_finite())
+    }
+
+    /// Advance past `token`; an error when the grammar does not allow it.
+    pub fn accept(&mut self, token: LlamaToken) -> InferenceResult<()> {
+        self.sampler
+            .try_accept(token)
+            .map_err(|_| InferenceError::GrammarDeadEnd)
+    }
+
+    /// Set the logit of every token the grammar does not allow to -inf.
+    pub fn apply(&mut self, array: &mut LlamaTokenDataArray) {
+        self.sampler.apply(array);
+    }
+}
+
+impl std::fmt::Debug for GrammarSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrammarSampler").finish_non_exhaustive()
+    }
+}
+
+impl Clone for GrammarSampler {
+    /// A copy in the same state, tied to the same model.
+    fn clone(&self) -> Self {
+        Self {
+            sampler: ManuallyDrop::new((*self.sampler).clone()),
+            model: Arc::clone(&self.model),
+        }
+    }
+}
+
+impl Drop for GrammarSampler {
+    fn drop(&mut self) {
+        // SAFETY: dropped exactly once, here; `model` is still alive and is
+        // released only after this function returns.
+        unsafe { ManuallyDrop::drop(&mut self.sampler) }
+    }
+}
+
 /// Grammars parsed by llama.cpp, most recently used last. A call with the
-/// same GBNF text gets a copy of the parsed grammar instead of parsing again.
+/// same grammar gets a copy of the parsed one instead of parsing again.
 #[derive(Default)]
 pub struct GrammarCache {
-    entries: Vec<(String, LlamaSampler)>,
+    entries: Vec<(CheckedGbnf, GrammarSampler)>,
 }
 
 impl std::fmt::Debug for GrammarCache {
@@ -40,33 +120,25 @@ impl std::fmt::Debug for GrammarCache {
 
 impl GrammarCache {
     /// A fresh grammar sampler (at the start of the grammar) for `gbnf`.
-    pub fn get(&mut self, model: &LlamaModel, gbnf: &str) -> InferenceResult<LlamaSampler> {
+    pub fn get(
+        &mut self,
+        model: &Arc<LlamaModel>,
+        gbnf: &CheckedGbnf,
+    ) -> InferenceResult<GrammarSampler> {
         if let Some(i) = self.entries.iter().position(|(text, _)| text == gbnf) {
             let entry = self.entries.remove(i);
             let fresh = entry.1.clone();
             self.entries.push(entry);
             return Ok(fresh);
         }
-        let parsed = parse_grammar(model, gbnf)?;
+        let parsed = GrammarSampler::parse(model, gbnf)?;
         let fresh = parsed.clone();
         if self.entries.len() == CACHED_GRAMMARS {
             self.entries.remove(0);
         }
-        self.entries.push((gbnf.to_owned(), parsed));
+        self.entries.push((gbnf.clone(), parsed));
         Ok(fresh)
     }
-}
-
-/// Let llama.cpp parse `gbnf` (start rule `root`); its parser's message
-/// becomes the error.
-pub fn parse_grammar(model: &LlamaModel, gbnf: &str) -> InferenceResult<LlamaSampler> {
-    clear_diagnostics();
-    let (g, printed) = capture_stderr(|| LlamaSampler::grammar(model, gbnf, "root"));
-    g.map_err(|e| InferenceError::GrammarRejected {
-        detail: first_line(&printed)
-            .or_else(take_diagnostics)
-            .unwrap_or_else(|| e.to_string()),
-    })
 }
 
 /// How many of the best candidates the grammar checks when it refuses the
@@ -77,7 +149,7 @@ const SHORTLIST: usize = 64;
 /// penalty, and when sampling top-k, top-p, min-p and temperature) shape the
 /// candidates, `pick` chooses one (greedy, or the seeded draw).
 pub struct Sampler {
-    grammar: Option<LlamaSampler>,
+    grammar: Option<GrammarSampler>,
     filters: Option<LlamaSampler>,
     pick: LlamaSampler,
     greedy: bool,
@@ -89,7 +161,11 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn new(model: &LlamaModel, params: &GenerateParams, grammar: Option<LlamaSampler>) -> Self {
+    pub fn new(
+        model: &LlamaModel,
+        params: &GenerateParams,
+        grammar: Option<GrammarSampler>,
+    ) -> Self {
         let (filters, pick) = samplers(model, params);
         Self {
             grammar,
@@ -127,7 +203,7 @@ impl Sampler {
             picked
         };
         if let Some(grammar) = &mut self.grammar {
-            if !token.is_some_and(|t| allows(grammar, t)) {
+            if !token.is_some_and(|t| grammar.allows(t)) {
                 self.refused += 1;
                 let mut all = array.take().unwrap_or_else(|| {
                     candidates_from(std::mem::take(&mut self.candidates), logits)
@@ -145,9 +221,7 @@ impl Sampler {
         }
         let token = token.ok_or(InferenceError::GrammarDeadEnd)?;
         if let Some(grammar) = &mut self.grammar {
-            grammar
-                .try_accept(token)
-                .map_err(|_| InferenceError::GrammarDeadEnd)?;
+            grammar.accept(token)?;
         }
         if let Some(filters) = &mut self.filters {
             filters.accept(token);
@@ -225,13 +299,6 @@ fn candidates_from(mut data: Vec<LlamaTokenData>, logits: &[f32]) -> LlamaTokenD
             .map(|(i, &logit)| LlamaTokenData::new(LlamaToken(i as i32), logit, 0.0)),
     );
     LlamaTokenDataArray::new(data, false)
-}
-
-/// Whether the grammar, in its current state, allows `token` next.
-pub fn allows(grammar: &mut LlamaSampler, token: LlamaToken) -> bool {
-    let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
-    grammar.apply(&mut one);
-    one.data.first().is_some_and(|t| t.logit().is_finite())
 }
 
 /// The filters and the pick, in llama.cpp's usual order: penalties, then

@@ -3,6 +3,8 @@
 //! those tokens (same system prompt, same few-shot turns, or the previous
 //! reply continued) evaluates only what is new.
 
+use std::sync::Arc;
+
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
@@ -20,8 +22,8 @@ pub struct Session {
 }
 
 impl Session {
-    /// A context of `n_ctx` tokens with an empty cache. `model` must outlive it.
-    pub fn new(model: &LlamaModel, n_threads: u32, n_ctx: u32) -> InferenceResult<Self> {
+    /// A context of `n_ctx` tokens with an empty cache, keeping `model` alive.
+    pub fn new(model: &Arc<LlamaModel>, n_threads: u32, n_ctx: u32) -> InferenceResult<Self> {
         Ok(Self {
             ctx: Context::new(model, n_threads, n_ctx, n_ctx.min(MAX_BATCH))?,
             cached: Vec::new(),

@@ -1,5 +1,9 @@
-//! GBNF: the AST the converter builds (`expr`) and the checker for grammars
-//! users pass in (`check`).
+//! GBNF: the AST the converter builds (`expr`), the checker for grammars
+//! (`check`), and the checked text that is the only grammar the engine
+//! accepts (`gbnf`).
 
 pub mod check;
 pub mod expr;
+pub mod gbnf;
+
+pub use gbnf::CheckedGbnf;

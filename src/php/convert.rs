@@ -5,8 +5,6 @@ use ext_php_rs::convert::{FromZval, StubLiteral};
 use ext_php_rs::flags::DataType;
 use ext_php_rs::types::{ArrayKey, ZendHashTable, Zval};
 
-use crate::engine::params::php_float;
-
 /// An `array $options = []` parameter. Holds `None` when the caller left it out.
 #[derive(Debug, Clone, Copy)]
 pub struct OptionsArg<'a>(Option<&'a ZendHashTable>);
@@ -74,6 +72,18 @@ pub fn describe(value: &Zval) -> String {
         DataType::Long => format!("int {}", value.long().unwrap_or_default()),
         DataType::Double => format!("float {}", php_float(value.double().unwrap_or_default())),
         _ => type_name(value).to_owned(),
+    }
+}
+
+/// A float written as PHP writes it: `NAN`, `INF`, `-INF`, else the shortest
+/// decimal that reads back the same.
+pub fn php_float(f: f64) -> String {
+    if f.is_nan() {
+        "NAN".to_owned()
+    } else if f.is_infinite() {
+        if f > 0.0 { "INF" } else { "-INF" }.to_owned()
+    } else {
+        f.to_string()
     }
 }
 

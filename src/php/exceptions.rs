@@ -13,8 +13,6 @@ use ext_php_rs::exception::PhpException;
 use ext_php_rs::ffi::{ext_php_rs_compiler_globals, zend_hash_str_find_ptr_lc};
 use ext_php_rs::zend::{ce, ClassEntry};
 
-use crate::engine::{InferenceError, LoadError};
-
 pub const INFER_EXCEPTION: &str = "Displace\\Infer\\InferException";
 pub const MODEL_LOAD_EXCEPTION: &str = "Displace\\Infer\\ModelLoadException";
 pub const INFERENCE_EXCEPTION: &str = "Displace\\Infer\\InferenceException";
@@ -88,18 +86,6 @@ pub fn model_load_exception(message: impl Into<String>) -> PhpException {
 /// An `InferenceException` with `message`.
 pub fn inference_exception(message: impl Into<String>) -> PhpException {
     PhpException::new(message.into(), 0, load(&INFERENCE_CE))
-}
-
-impl From<LoadError> for PhpException {
-    fn from(e: LoadError) -> Self {
-        model_load_exception(e.to_string())
-    }
-}
-
-impl From<InferenceError> for PhpException {
-    fn from(e: InferenceError) -> Self {
-        inference_exception(e.to_string())
-    }
 }
 
 /// The message of `new X()` on a class that only has factories.

@@ -9,7 +9,7 @@ use ext_php_rs::binary::Binary;
 use super::convert;
 use super::exceptions::{infer_exception, no_constructor};
 use super::options::schema_grammar;
-use crate::grammar::check;
+use crate::grammar::CheckedGbnf;
 
 /// Static helpers for grammars.
 #[php_class]
@@ -30,7 +30,8 @@ impl Grammar {
 
     /// The GBNF grammar the converter builds for a JSON Schema (array or JSON text).
     pub fn from_schema(schema: &Zval) -> PhpResult<String> {
-        schema_grammar(schema).map_err(infer_exception)
+        let gbnf = schema_grammar(schema).map_err(infer_exception)?;
+        Ok(gbnf.as_str().to_owned())
     }
 
     /// Throw when `gbnf` does not parse or has no `root` rule; the message
@@ -41,7 +42,7 @@ impl Grammar {
                 "invalid grammar: grammar is not valid UTF-8 (invalid byte at offset {offset})"
             ))
         })?;
-        check::check(&gbnf)
+        CheckedGbnf::new(gbnf)
             .map(|_| ())
             .map_err(|e| infer_exception(format!("invalid grammar: {e}")))
     }

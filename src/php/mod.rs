@@ -2,11 +2,13 @@
 //! engine, and map its errors to exceptions; nothing else happens here.
 
 mod convert;
+mod errors;
 mod exceptions;
 mod grammar;
 mod message;
 mod model;
 mod options;
+mod paths;
 mod prompt;
 mod response;
 

@@ -12,11 +12,13 @@ use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 
 use super::convert::{self, OptionsArg};
+use super::errors::CallError;
 use super::exceptions::no_constructor;
-use super::options::{apply_generate_options, load_params};
+use super::options::{generate_params, load_params};
+use super::paths::allowed_path;
 use super::prompt::Prompt;
 use super::response::Response;
-use crate::engine::{self, GenerateParams, InferenceError};
+use crate::engine;
 
 /// A GGUF model loaded in this process.
 #[php_class]
@@ -28,27 +30,14 @@ pub struct Model {
 }
 
 impl Model {
-    fn open(&self) -> Result<&engine::Model, InferenceError> {
-        self.inner.as_ref().ok_or(InferenceError::Closed)
+    fn open(&self) -> Result<&engine::Model, CallError> {
+        self.inner.as_ref().ok_or(CallError::Closed)
     }
 }
 
 /// A string argument as text; `what` names it in the error.
-fn text(bytes: Binary<u8>, what: &'static str) -> Result<String, InferenceError> {
-    convert::utf8(bytes.into()).map_err(|offset| InferenceError::NotUtf8 { what, offset })
-}
-
-/// The positional arguments and options of `chat()` / `raw()`, checked.
-fn generate_params(
-    maxTokens: i64,
-    nCtx: i64,
-    temperature: f64,
-    seed: i64,
-    options: OptionsArg<'_>,
-) -> Result<GenerateParams, InferenceError> {
-    let mut params = GenerateParams::new(maxTokens, nCtx, temperature, seed)?;
-    apply_generate_options(options, &mut params)?;
-    Ok(params)
+fn text(bytes: Binary<u8>, what: &'static str) -> Result<String, CallError> {
+    convert::utf8(bytes.into()).map_err(|offset| CallError::NotUtf8 { what, offset })
 }
 
 #[php_impl]
@@ -60,13 +49,15 @@ impl Model {
 
     /// Load a GGUF model. Options: `n_gpu_layers` (int >= 0, default 0),
     /// `use_mmap` (bool, true), `use_mlock` (bool, false), `n_threads`
-    /// (int >= 1, default: the machine's cores).
+    /// (int from 1 to 512, default: the machine's cores). The path obeys
+    /// `open_basedir`.
     #[php(defaults(options = OptionsArg::none()))]
     pub fn load(path: Binary<u8>, options: OptionsArg<'_>) -> PhpResult<Self> {
         let params = load_params(options)?;
         // Bytes, not text: a path that is not UTF-8 gets its own error.
         let path: Vec<u8> = path.into();
-        let model = engine::Model::load(Path::new(OsStr::from_bytes(&path)), &params)?;
+        let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
+        let model = engine::Model::load(path, &params)?;
         Ok(Self { inner: Some(model) })
     }
 

@@ -3,15 +3,17 @@
 
 use ext_php_rs::types::Zval;
 
-use super::convert::{self, describe, OptionsArg};
-use crate::engine::params::Constraint;
-use crate::engine::{GenerateParams, InferenceError, LoadError, LoadParams};
-use crate::grammar::check as grammar;
+use super::convert::{self, describe, php_float, OptionsArg};
+use super::errors::{CallError, LoadCallError};
+use crate::engine::params::{seed_from, Constraint, MAX_THREADS};
+use crate::engine::{GenerateParams, LoadParams};
+use crate::grammar::CheckedGbnf;
 
-/// The GBNF for a `schema` argument (array or JSON text), or the message.
-pub fn schema_grammar(value: &Zval) -> Result<String, String> {
+/// The grammar for a `schema` argument (array or JSON text), or the message.
+pub fn schema_grammar(value: &Zval) -> Result<CheckedGbnf, String> {
     let schema = convert::schema_value(value)?;
-    crate::schema::to_gbnf(&schema).map_err(|e| e.to_string())
+    let compiled = crate::schema::compile(&schema).map_err(|e| e.to_string())?;
+    Ok(compiled.gbnf)
 }
 
 /// The keys `Model::load()` accepts.
@@ -65,18 +67,18 @@ impl Problem {
     }
 }
 
-impl From<Problem> for LoadError {
+impl From<Problem> for LoadCallError {
     fn from(p: Problem) -> Self {
-        LoadError::InvalidOption {
+        LoadCallError::InvalidOption {
             key: p.key,
             expected: p.expected,
         }
     }
 }
 
-impl From<Problem> for InferenceError {
+impl From<Problem> for CallError {
     fn from(p: Problem) -> Self {
-        InferenceError::InvalidOption {
+        CallError::InvalidOption {
             key: p.key,
             expected: p.expected,
         }
@@ -84,7 +86,7 @@ impl From<Problem> for InferenceError {
 }
 
 /// Read `Model::load()` options.
-pub fn load_params(options: OptionsArg<'_>) -> Result<LoadParams, LoadError> {
+pub fn load_params(options: OptionsArg<'_>) -> Result<LoadParams, LoadCallError> {
     let mut params = LoadParams::default();
     for (key, value) in options.entries(|i| Problem::integer_key(i, LOAD_KEYS))? {
         match key.as_str() {
@@ -92,7 +94,11 @@ pub fn load_params(options: OptionsArg<'_>) -> Result<LoadParams, LoadError> {
                 params.n_gpu_layers = int_in(&key, value, 0, "an int >= 0")?;
             }
             "n_threads" => {
-                params.n_threads = int_in(&key, value, 1, "an int >= 1")?;
+                let what = format!("an int between 1 and {MAX_THREADS}");
+                params.n_threads = convert::int(value)
+                    .filter(|n| (1..=i64::from(MAX_THREADS)).contains(n))
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| Problem::wrong(&key, &what, value))?;
             }
             "use_mmap" => params.use_mmap = flag(&key, value)?,
             "use_mlock" => params.use_mlock = flag(&key, value)?,
@@ -102,14 +108,55 @@ pub fn load_params(options: OptionsArg<'_>) -> Result<LoadParams, LoadError> {
     Ok(params)
 }
 
+/// The positional arguments of `chat()` / `raw()`, checked, and then their
+/// `options`.
+pub fn generate_params(
+    max_tokens: i64,
+    n_ctx: i64,
+    temperature: f64,
+    seed: i64,
+    options: OptionsArg<'_>,
+) -> Result<GenerateParams, CallError> {
+    if !temperature.is_finite() || temperature < 0.0 {
+        return Err(CallError::InvalidArgument {
+            name: "temperature",
+            expected: "a finite number >= 0",
+            got: php_float(temperature),
+        });
+    }
+    let mut params = GenerateParams {
+        max_tokens: positive_u32("maxTokens", max_tokens)?,
+        n_ctx: positive_u32("nCtx", n_ctx)?,
+        temperature: temperature as f32,
+        seed: seed_from(seed),
+        ..GenerateParams::default()
+    };
+    apply_generate_options(options, &mut params)?;
+    Ok(params)
+}
+
+/// A count that must be at least 1. Anything above u32 cannot fit any
+/// context llama.cpp can allocate; the context check names the real limit,
+/// so it saturates rather than failing here.
+fn positive_u32(name: &'static str, value: i64) -> Result<u32, CallError> {
+    if value < 1 {
+        return Err(CallError::InvalidArgument {
+            name,
+            expected: "at least 1",
+            got: value.to_string(),
+        });
+    }
+    Ok(u32::try_from(value).unwrap_or(u32::MAX))
+}
+
 /// Read `chat()` / `raw()` options into `params`.
-pub fn apply_generate_options(
+fn apply_generate_options(
     options: OptionsArg<'_>,
     params: &mut GenerateParams,
-) -> Result<(), InferenceError> {
+) -> Result<(), CallError> {
     let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
     if entries.iter().any(|(k, _)| k == "schema") && entries.iter().any(|(k, _)| k == "grammar") {
-        return Err(InferenceError::InvalidConstraint(
+        return Err(CallError::InvalidConstraint(
             "options \"schema\" and \"grammar\" are mutually exclusive: pass one of them"
                 .to_owned(),
         ));
@@ -117,21 +164,20 @@ pub fn apply_generate_options(
     for (key, value) in entries {
         match key.as_str() {
             "schema" => {
-                let gbnf = schema_grammar(value).map_err(InferenceError::InvalidConstraint)?;
+                let gbnf = schema_grammar(value).map_err(CallError::InvalidConstraint)?;
                 params.constraint = Some(Constraint::Grammar(gbnf));
             }
             "grammar" => {
                 if convert::is_non_utf8_string(value) {
-                    return Err(InferenceError::InvalidConstraint(
+                    return Err(CallError::InvalidConstraint(
                         "invalid grammar: the grammar string is not valid UTF-8".to_owned(),
                     ));
                 }
                 let text = convert::string(value)
                     .ok_or_else(|| Problem::wrong(&key, "a GBNF string", value))?;
-                grammar::check(&text).map_err(|e| {
-                    InferenceError::InvalidConstraint(format!("invalid grammar: {e}"))
-                })?;
-                params.constraint = Some(Constraint::Grammar(text));
+                let checked = CheckedGbnf::new(text)
+                    .map_err(|e| CallError::InvalidConstraint(format!("invalid grammar: {e}")))?;
+                params.constraint = Some(Constraint::Grammar(checked));
             }
             "stop" => params.stop = stop_strings(&key, value)?,
             "top_k" => {

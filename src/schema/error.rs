@@ -122,4 +122,8 @@ pub enum ErrorKind {
     TooComplex { limit: usize },
     #[error("schema can never be satisfied: {reason}")]
     Unsatisfiable { reason: String },
+    /// A converter bug: what it built fails the GBNF checker, so it is not
+    /// handed to llama.cpp.
+    #[error("the grammar built for this schema fails the GBNF checker ({reason}); please report the schema")]
+    GrammarRefused { reason: String },
 }

@@ -18,20 +18,23 @@ pub mod strings;
 
 use serde_json::Value;
 
+use crate::grammar::CheckedGbnf;
+
 pub use error::{ErrorKind, SchemaError};
 use ir::{Defs, Node};
 
-/// A converted schema: its IR (for re-serialising instances) and its grammar.
+/// A converted schema: its IR (for re-serialising instances) and its grammar,
+/// which passed the GBNF checker like any grammar the engine runs.
 #[derive(Debug, Clone)]
 pub struct Compiled {
     pub root: Node,
     pub defs: Defs,
-    pub gbnf: String,
+    pub gbnf: CheckedGbnf,
 }
 
-/// Convert a schema to a GBNF grammar whose start rule is `root`.
+/// Convert a schema to the text of a GBNF grammar whose start rule is `root`.
 pub fn to_gbnf(schema: &Value) -> Result<String, SchemaError> {
-    compile(schema).map(|c| c.gbnf)
+    compile(schema).map(|c| c.gbnf.as_str().to_owned())
 }
 
 /// Convert a schema, keeping the intermediate form.
@@ -52,6 +55,14 @@ pub fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
     }
     let gbnf = emit::emit(&parsed.root, &parsed.defs, &productive)
         .map_err(|reason| SchemaError::new("", ErrorKind::Unsatisfiable { reason }))?;
+    let gbnf = CheckedGbnf::new(gbnf).map_err(|e| {
+        SchemaError::new(
+            "",
+            ErrorKind::GrammarRefused {
+                reason: e.to_string(),
+            },
+        )
+    })?;
     Ok(Compiled {
         root: parsed.root,
         defs: parsed.defs,

@@ -105,8 +105,9 @@ $cases = [
     }, $L, 'cannot read model file'],
 
     // Arguments and options.
-    'load: n_threads 0' => [fn () => Model::load($modelPath, ['n_threads' => 0]), $L, 'option "n_threads" must be an int >= 1, got int 0'],
-    'load: n_threads NAN' => [fn () => Model::load($modelPath, ['n_threads' => NAN]), $L, 'option "n_threads" must be an int >= 1, got float NAN'],
+    'load: n_threads 0' => [fn () => Model::load($modelPath, ['n_threads' => 0]), $L, 'option "n_threads" must be an int between 1 and 512, got int 0'],
+    'load: n_threads NAN' => [fn () => Model::load($modelPath, ['n_threads' => NAN]), $L, 'option "n_threads" must be an int between 1 and 512, got float NAN'],
+    'load: n_threads PHP_INT_MAX' => [fn () => Model::load($modelPath, ['n_threads' => PHP_INT_MAX]), $L, 'option "n_threads" must be an int between 1 and 512, got int ' . PHP_INT_MAX],
     'load: n_gpu_layers string' => [fn () => Model::load($modelPath, ['n_gpu_layers' => '9']), $L, 'option "n_gpu_layers" must be an int >= 0, got string'],
     'load: use_mmap int' => [fn () => Model::load($modelPath, ['use_mmap' => 1]), $L, 'option "use_mmap" must be a bool, got int 1'],
     'load: integer key' => [fn () => Model::load($modelPath, [true]), $L, 'option "0" is an integer key'],

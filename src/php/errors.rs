@@ -1,0 +1,86 @@
+//! The binding's errors: mistakes in PHP arguments and options (which the
+//! engine never sees), and the engine's errors worded for PHP callers. Each
+//! maps to one exception class.
+
+use std::path::PathBuf;
+
+use ext_php_rs::exception::PhpException;
+
+use super::exceptions::{inference_exception, model_load_exception};
+use crate::engine::{InferenceError, LoadError};
+
+/// `Model::load()` failed: a `ModelLoadException`.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadCallError {
+    #[error("option \"{key}\" {expected}")]
+    InvalidOption { key: String, expected: String },
+    /// Worded as PHP's own warning for file functions.
+    #[error("open_basedir restriction in effect. File({}) is not within the allowed path(s): ({allowed})", .path.display())]
+    OpenBasedir { path: PathBuf, allowed: String },
+    #[error(transparent)]
+    Engine(#[from] LoadError),
+}
+
+/// A call on a model failed: an `InferenceException`.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("model has been closed")]
+    Closed,
+    #[error("{what} is not valid UTF-8 (invalid byte at offset {offset})")]
+    NotUtf8 { what: &'static str, offset: usize },
+    #[error("{name} must be {expected}, got {got}")]
+    InvalidArgument {
+        name: &'static str,
+        expected: &'static str,
+        got: String,
+    },
+    #[error("option \"{key}\" {expected}")]
+    InvalidOption { key: String, expected: String },
+    #[error("{0}")]
+    InvalidConstraint(String),
+    #[error("{}", engine_message(.0))]
+    Engine(#[from] InferenceError),
+}
+
+/// The engine's message, with its parameters named as PHP callers know them.
+fn engine_message(e: &InferenceError) -> String {
+    match e {
+        InferenceError::PromptTooLong { tokens, n_ctx } => format!(
+            "prompt is {tokens} tokens, which does not fit in nCtx = {n_ctx}; raise nCtx or shorten the prompt"
+        ),
+        InferenceError::ContextTooLarge { n_ctx, max } => format!(
+            "nCtx = {n_ctx} exceeds the context length the model was trained for ({max})"
+        ),
+        InferenceError::ContextFailed { n_ctx, detail } => {
+            format!("could not create a context of nCtx = {n_ctx}: {detail}")
+        }
+        InferenceError::NoChatTemplate => {
+            "model has no chat template; use raw() with a prompt you format yourself".to_owned()
+        }
+        other => other.to_string(),
+    }
+}
+
+impl From<LoadCallError> for PhpException {
+    fn from(e: LoadCallError) -> Self {
+        model_load_exception(e.to_string())
+    }
+}
+
+impl From<LoadError> for PhpException {
+    fn from(e: LoadError) -> Self {
+        LoadCallError::from(e).into()
+    }
+}
+
+impl From<CallError> for PhpException {
+    fn from(e: CallError) -> Self {
+        inference_exception(e.to_string())
+    }
+}
+
+impl From<InferenceError> for PhpException {
+    fn from(e: InferenceError) -> Self {
+        CallError::from(e).into()
+    }
+}
