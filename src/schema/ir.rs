@@ -4,8 +4,9 @@
 
 use serde_json::Value;
 
+use super::decimal::Decimal;
 use super::formats::Format;
-use super::numeric::{Bound, Decimal};
+use super::numeric::Bound;
 
 /// Index of a `$ref` target in [`Defs`].
 pub type RefId = usize;

@@ -6,6 +6,7 @@
 //! pointer of the schema it appears in.
 
 pub mod canonical;
+pub mod decimal;
 pub mod emit;
 pub mod error;
 pub mod formats;

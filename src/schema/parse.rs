@@ -6,11 +6,12 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use super::decimal::Decimal;
 use super::error::{ErrorKind, SchemaError};
 use super::formats::{self, Format};
 use super::ir::{self, any_of, ArrNode, Defs, Node, NumRange, ObjNode, Prop, StrNode};
 use super::keywords::{self, Class};
-use super::numeric::{Bound, Decimal};
+use super::numeric::Bound;
 use super::regex;
 
 /// Deepest nesting of schema objects accepted.
