@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::canonical;
 use super::formats::Format;
-use super::ir::{ArrNode, Defs, Node, NumRange, ObjNode, StrNode};
+use super::ir::{ArrNode, Defs, Node, ObjNode, StrNode};
 use super::numeric;
+use super::range::NumRange;
 use super::regex;
 use super::strings;
 use super::Productive;

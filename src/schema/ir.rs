@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::decimal::Decimal;
 use super::formats::Format;
-use super::numeric::Bound;
+use super::range::{Bound, NumRange};
 
 /// Index of a `$ref` target in [`Defs`].
 pub type RefId = usize;
@@ -33,13 +33,6 @@ pub enum Node {
     /// Branches already proven pairwise exclusive.
     OneOf(Vec<Node>),
     Ref(RefId),
-}
-
-/// Numeric bounds.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct NumRange {
-    pub min: Option<Bound>,
-    pub max: Option<Bound>,
 }
 
 /// String constraints; lengths count characters (code points).
@@ -286,9 +279,9 @@ fn accepts_at(
         (Node::Null, Value::Null) | (Node::Bool, Value::Bool(_)) => true,
         (Node::Int(range), Value::Number(n)) => {
             let d = Decimal::from_json(n)?;
-            d.is_integer() && in_range(&d, range)
+            d.is_integer() && range.contains(&d)
         }
-        (Node::Num(range), Value::Number(n)) => in_range(&Decimal::from_json(n)?, range),
+        (Node::Num(range), Value::Number(n)) => range.contains(&Decimal::from_json(n)?),
         (Node::Str(s), Value::String(text)) => {
             if s.pattern.is_some() || s.format.is_some() {
                 return None;
@@ -360,67 +353,6 @@ fn accepts_at(
         (Node::Ref(id), v) => accepts_at(defs.get(*id)?, v, defs, next, sem)?,
         _ => false,
     })
-}
-
-fn in_range(d: &Decimal, range: &NumRange) -> bool {
-    let above = match &range.min {
-        None => true,
-        Some(Bound::Inclusive(m)) => d >= m,
-        Some(Bound::Exclusive(m)) => d > m,
-    };
-    let below = match &range.max {
-        None => true,
-        Some(Bound::Inclusive(m)) => d <= m,
-        Some(Bound::Exclusive(m)) => d < m,
-    };
-    above && below
-}
-
-/// The tighter of two lower bounds.
-fn tighter_min(a: Option<Bound>, b: Option<Bound>) -> Option<Bound> {
-    match (a, b) {
-        (None, x) | (x, None) => x,
-        (Some(x), Some(y)) => {
-            let (vx, vy) = (bound_value(&x), bound_value(&y));
-            Some(
-                if vx > vy || (vx == vy && matches!(x, Bound::Exclusive(_))) {
-                    x
-                } else {
-                    y
-                },
-            )
-        }
-    }
-}
-
-/// The tighter of two upper bounds.
-fn tighter_max(a: Option<Bound>, b: Option<Bound>) -> Option<Bound> {
-    match (a, b) {
-        (None, x) | (x, None) => x,
-        (Some(x), Some(y)) => {
-            let (vx, vy) = (bound_value(&x), bound_value(&y));
-            Some(
-                if vx < vy || (vx == vy && matches!(x, Bound::Exclusive(_))) {
-                    x
-                } else {
-                    y
-                },
-            )
-        }
-    }
-}
-
-fn bound_value(b: &Bound) -> &Decimal {
-    match b {
-        Bound::Inclusive(d) | Bound::Exclusive(d) => d,
-    }
-}
-
-fn intersect_range(a: &NumRange, b: &NumRange) -> NumRange {
-    NumRange {
-        min: tighter_min(a.min.clone(), b.min.clone()),
-        max: tighter_max(a.max.clone(), b.max.clone()),
-    }
 }
 
 fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
@@ -503,8 +435,8 @@ fn intersect_at(a: &Node, b: &Node, defs: &Defs, depth: usize) -> Result<Node, S
         (Node::Bool, Node::Bool) => Node::Bool,
         (Node::Int(x), Node::Int(y))
         | (Node::Int(x), Node::Num(y))
-        | (Node::Num(y), Node::Int(x)) => Node::Int(intersect_range(x, y)),
-        (Node::Num(x), Node::Num(y)) => Node::Num(intersect_range(x, y)),
+        | (Node::Num(y), Node::Int(x)) => Node::Int(x.intersect(y)),
+        (Node::Num(x), Node::Num(y)) => Node::Num(x.intersect(y)),
         (Node::Str(x), Node::Str(y)) => Node::Str(intersect_str(x, y)?),
         (Node::Arr(x), Node::Arr(y)) => Node::Arr(intersect_arr(x, y, defs, next)?),
         (Node::Obj(x), Node::Obj(y)) => intersect_obj(x, y, defs, next)?,
@@ -662,7 +594,7 @@ fn excludes_at(out: &Node, against: &Node, defs: &Defs, depth: usize) -> bool {
             .iter()
             .all(|v| validates(against, v, defs) == Some(false)),
         (_, Node::Enum(values)) => values.iter().all(|v| accepts(out, v, defs) == Some(false)),
-        (Node::Int(a) | Node::Num(a), Node::Int(b) | Node::Num(b)) => ranges_disjoint(a, b),
+        (Node::Int(a) | Node::Num(a), Node::Int(b) | Node::Num(b)) => a.is_disjoint(b),
         (Node::Str(a), Node::Str(b)) => {
             a.max_len.is_some_and(|m| m < b.min_len) || b.max_len.is_some_and(|m| m < a.min_len)
         }
@@ -802,23 +734,6 @@ fn contains_ref(node: &Node) -> bool {
         Node::Arr(a) => a.prefix.iter().any(contains_ref) || contains_ref(&a.items),
         Node::Obj(o) => {
             o.props.iter().any(|p| contains_ref(&p.node)) || contains_ref(&o.additional)
-        }
-        _ => false,
-    }
-}
-
-fn ranges_disjoint(a: &NumRange, b: &NumRange) -> bool {
-    below(&a.max, &b.min) || below(&b.max, &a.min)
-}
-
-/// Every value under `max` is below every value above `min`.
-fn below(max: &Option<Bound>, min: &Option<Bound>) -> bool {
-    match (max, min) {
-        (Some(hi), Some(lo)) => {
-            let (h, l) = (bound_value(hi), bound_value(lo));
-            h < l
-                || (h == l
-                    && (matches!(hi, Bound::Exclusive(_)) || matches!(lo, Bound::Exclusive(_))))
         }
         _ => false,
     }

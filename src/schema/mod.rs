@@ -14,6 +14,7 @@ pub mod ir;
 pub mod keywords;
 pub mod numeric;
 pub mod parse;
+pub mod range;
 pub mod regex;
 pub mod strings;
 

@@ -23,6 +23,7 @@
 use std::cmp::Ordering;
 
 use super::decimal::Decimal;
+use super::range::Bound;
 use crate::grammar::expr::Expr;
 
 /// Most digits in the integer part of a produced numeral.
@@ -38,42 +39,6 @@ const FLAT_ALTERNATIVES: usize = 12;
 /// Bounds whose magnitude has more integer digits than this are treated as
 /// infinite when rounded to integers (they lie far beyond the digit cap).
 const INT_ROUNDING_DIGITS: i64 = 20;
-
-/// One numeric bound of a JSON Schema.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Bound {
-    /// `minimum` / `maximum`: the value itself is allowed.
-    Inclusive(Decimal),
-    /// `exclusiveMinimum` / `exclusiveMaximum`: the value itself is not.
-    Exclusive(Decimal),
-}
-
-impl Bound {
-    /// The bound's value.
-    pub fn value(&self) -> &Decimal {
-        match self {
-            Bound::Inclusive(d) | Bound::Exclusive(d) => d,
-        }
-    }
-
-    /// Whether the bound's value itself is in range.
-    pub fn is_inclusive(&self) -> bool {
-        matches!(self, Bound::Inclusive(_))
-    }
-
-    fn describe(bound: Option<&Bound>, lower: bool) -> String {
-        let (inclusive, exclusive) = if lower {
-            ("minimum", "exclusiveMinimum")
-        } else {
-            ("maximum", "exclusiveMaximum")
-        };
-        match bound {
-            None => format!("no {inclusive}"),
-            Some(Bound::Inclusive(d)) => format!("{inclusive} {d}"),
-            Some(Bound::Exclusive(d)) => format!("{exclusive} {d}"),
-        }
-    }
-}
 
 /// Why no grammar can be built for a range.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -134,11 +99,8 @@ pub fn number_range(min: Option<&Bound>, max: Option<&Bound>) -> Result<Expr, Ra
         return Ok(Expr::seq([mantissa, exponent().opt()]));
     }
     if let (Some(lo), Some(hi)) = (min, max) {
-        let both_inclusive = lo.is_inclusive() && hi.is_inclusive();
-        match lo.value().cmp(hi.value()) {
-            Ordering::Greater => return Err(empty()),
-            Ordering::Equal if !both_inclusive => return Err(empty()),
-            _ => {}
+        if hi.is_below(lo) {
+            return Err(empty());
         }
     }
     let limit = Decimal::pow10(i64::try_from(MAX_INT_DIGITS).unwrap_or(i64::MAX));

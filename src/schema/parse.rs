@@ -9,9 +9,9 @@ use serde_json::{Map, Value};
 use super::decimal::Decimal;
 use super::error::{ErrorKind, SchemaError};
 use super::formats::{self, Format};
-use super::ir::{self, any_of, ArrNode, Defs, Node, NumRange, ObjNode, Prop, StrNode};
+use super::ir::{self, any_of, ArrNode, Defs, Node, ObjNode, Prop, StrNode};
 use super::keywords::{self, Class};
-use super::numeric::Bound;
+use super::range::{Bound, NumRange};
 use super::regex;
 
 /// Deepest nesting of schema objects accepted.
@@ -307,12 +307,12 @@ impl<'a> Ctx<'a> {
                 if let Some(b) = &range.min {
                     branches.push(Node::Num(NumRange {
                         min: None,
-                        max: Some(flip(b)),
+                        max: Some(b.flipped()),
                     }));
                 }
                 if let Some(b) = &range.max {
                     branches.push(Node::Num(NumRange {
-                        min: Some(flip(b)),
+                        min: Some(b.flipped()),
                         max: None,
                     }));
                 }
@@ -561,35 +561,27 @@ impl<'a> Ctx<'a> {
         );
         let mut range = NumRange::default();
         for b in mins {
-            range = ir_range(
-                &range,
-                &NumRange {
-                    min: Some(b),
-                    max: None,
-                },
-            );
+            range = range.intersect(&NumRange {
+                min: Some(b),
+                max: None,
+            });
         }
         for b in maxs {
-            range = ir_range(
-                &range,
-                &NumRange {
-                    min: None,
-                    max: Some(b),
-                },
-            );
+            range = range.intersect(&NumRange {
+                min: None,
+                max: Some(b),
+            });
         }
-        if let (Some(lo), Some(hi)) = (&range.min, &range.max) {
-            let (l, h) = (bound_value(lo), bound_value(hi));
-            if l > h
-                || (l == h
-                    && (matches!(lo, Bound::Exclusive(_)) || matches!(hi, Bound::Exclusive(_))))
-            {
-                return Err(invalid(
-                    ptr,
-                    "minimum",
-                    format!("{} is above \"maximum\" {}: no number is valid", l, h),
-                ));
-            }
+        if let (true, Some(lo), Some(hi)) = (range.is_empty(), &range.min, &range.max) {
+            return Err(invalid(
+                ptr,
+                "minimum",
+                format!(
+                    "{} is above \"maximum\" {}: no number is valid",
+                    lo.value(),
+                    hi.value()
+                ),
+            ));
         }
         Ok(range)
     }
@@ -784,31 +776,6 @@ impl<'a> Ctx<'a> {
             max_props,
             open_by_default: !map.contains_key("additionalProperties"),
         }))
-    }
-}
-
-/// The bound on the other side of a value: `>= v` becomes `< v`.
-fn flip(b: &Bound) -> Bound {
-    match b {
-        Bound::Inclusive(d) => Bound::Exclusive(d.clone()),
-        Bound::Exclusive(d) => Bound::Inclusive(d.clone()),
-    }
-}
-
-fn ir_range(a: &NumRange, b: &NumRange) -> NumRange {
-    match ir::intersect(
-        &Node::Num(a.clone()),
-        &Node::Num(b.clone()),
-        &Defs::default(),
-    ) {
-        Ok(Node::Num(r)) => r,
-        _ => a.clone(),
-    }
-}
-
-fn bound_value(b: &Bound) -> &Decimal {
-    match b {
-        Bound::Inclusive(d) | Bound::Exclusive(d) => d,
     }
 }
 
