@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::ir::{self, Defs, Node};
+use super::kinds::Kinds;
 use super::strings::encode_str;
 
 /// `value` as the grammars write it, keys in their original order.
@@ -100,8 +101,12 @@ fn resolve<'a>(node: &'a Node, value: &Value, defs: &'a Defs, depth: usize) -> &
             let accepted = branches
                 .iter()
                 .find(|b| ir::accepts(b, value, defs) == Some(true));
-            let kind = ir::kind_of(value);
-            let same_kind = || branches.iter().find(|b| ir::kinds(b, defs) & kind != 0);
+            let kind = Kinds::of_value(value);
+            let same_kind = || {
+                branches
+                    .iter()
+                    .find(|b| ir::kinds(b, defs).intersects(kind))
+            };
             match accepted.or_else(same_kind) {
                 Some(b) => resolve(b, value, defs, depth + 1),
                 None => node,

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::decimal::Decimal;
 use super::formats::Format;
+use super::kinds::Kinds;
 use super::range::{Bound, NumRange};
 
 /// Index of a `$ref` target in [`Defs`].
@@ -154,61 +155,34 @@ impl Defs {
     }
 }
 
-/// Kinds of JSON values, as bits.
-pub mod kind {
-    pub const NULL: u8 = 1;
-    pub const BOOL: u8 = 2;
-    /// Integer-valued numbers.
-    pub const INT: u8 = 4;
-    /// Numbers that are not integers.
-    pub const FRAC: u8 = 8;
-    pub const STR: u8 = 16;
-    pub const ARR: u8 = 32;
-    pub const OBJ: u8 = 64;
-    pub const ALL: u8 = 127;
-}
-
 /// How deep the reasoning operations follow `$ref`s before giving up.
 const MAX_REASONING_DEPTH: usize = 64;
 
-/// The kind of a literal value.
-pub fn kind_of(value: &Value) -> u8 {
-    match value {
-        Value::Null => kind::NULL,
-        Value::Bool(_) => kind::BOOL,
-        Value::Number(n) => match Decimal::from_json(n) {
-            Some(d) if d.is_integer() => kind::INT,
-            _ => kind::FRAC,
-        },
-        Value::String(_) => kind::STR,
-        Value::Array(_) => kind::ARR,
-        Value::Object(_) => kind::OBJ,
-    }
-}
-
 /// The kinds of value a node can match.
-pub fn kinds(node: &Node, defs: &Defs) -> u8 {
+pub fn kinds(node: &Node, defs: &Defs) -> Kinds {
     kinds_at(node, defs, 0)
 }
 
-fn kinds_at(node: &Node, defs: &Defs, depth: usize) -> u8 {
+fn kinds_at(node: &Node, defs: &Defs, depth: usize) -> Kinds {
     match node {
-        Node::Any => kind::ALL,
-        Node::Never => 0,
-        Node::Null => kind::NULL,
-        Node::Bool => kind::BOOL,
-        Node::Int(_) => kind::INT,
-        Node::Num(_) => kind::INT | kind::FRAC,
-        Node::Str(_) => kind::STR,
-        Node::Arr(_) => kind::ARR,
-        Node::Obj(_) => kind::OBJ,
-        Node::Enum(values) => values.iter().fold(0, |k, v| k | kind_of(v)),
+        Node::Any => Kinds::ALL,
+        Node::Never => Kinds::NONE,
+        Node::Null => Kinds::NULL,
+        Node::Bool => Kinds::BOOL,
+        Node::Int(_) => Kinds::INT,
+        Node::Num(_) => Kinds::NUMBER,
+        Node::Str(_) => Kinds::STR,
+        Node::Arr(_) => Kinds::ARR,
+        Node::Obj(_) => Kinds::OBJ,
+        Node::Enum(values) => values
+            .iter()
+            .fold(Kinds::NONE, |k, v| k | Kinds::of_value(v)),
         Node::AnyOf(branches) | Node::OneOf(branches) => branches
             .iter()
-            .fold(0, |k, b| k | kinds_at(b, defs, depth + 1)),
+            .fold(Kinds::NONE, |k, b| k | kinds_at(b, defs, depth + 1)),
         Node::Ref(id) => match defs.get(*id) {
             Some(target) if depth < MAX_REASONING_DEPTH => kinds_at(target, defs, depth + 1),
-            _ => kind::ALL,
+            _ => Kinds::ALL,
         },
     }
 }
@@ -573,7 +547,7 @@ fn excludes_at(out: &Node, against: &Node, defs: &Defs, depth: usize) -> bool {
         return false;
     }
     let next = depth + 1;
-    if kinds(out, defs) & kinds(against, defs) == 0 {
+    if !kinds(out, defs).intersects(kinds(against, defs)) {
         return true;
     }
     match (out, against) {
@@ -682,24 +656,24 @@ pub fn all_except(values: &[Value]) -> Node {
 /// Values of none of the kinds in `excluded` (`not: {type: …}`). Non-integer
 /// numbers cannot be written apart from integers, so excluding integers
 /// excludes every number (a subset of the true complement).
-pub fn all_kinds_except(excluded: u8) -> Node {
+pub fn all_kinds_except(excluded: Kinds) -> Node {
     let mut branches = Vec::new();
-    if excluded & kind::NULL == 0 {
+    if !excluded.intersects(Kinds::NULL) {
         branches.push(Node::Null);
     }
-    if excluded & kind::BOOL == 0 {
+    if !excluded.intersects(Kinds::BOOL) {
         branches.push(Node::Bool);
     }
-    if excluded & (kind::INT | kind::FRAC) == 0 {
+    if !excluded.intersects(Kinds::NUMBER) {
         branches.push(Node::Num(NumRange::default()));
     }
-    if excluded & kind::STR == 0 {
+    if !excluded.intersects(Kinds::STR) {
         branches.push(Node::Str(StrNode::default()));
     }
-    if excluded & kind::ARR == 0 {
+    if !excluded.intersects(Kinds::ARR) {
         branches.push(Node::Arr(ArrNode::any()));
     }
-    if excluded & kind::OBJ == 0 {
+    if !excluded.intersects(Kinds::OBJ) {
         branches.push(Node::Obj(ObjNode::any()));
     }
     any_of(branches)
@@ -708,7 +682,7 @@ pub fn all_kinds_except(excluded: u8) -> Node {
 /// Values that lack at least one of `keys` (`not: {required: keys}`):
 /// non-objects, or objects where one of the keys is absent.
 pub fn missing_one_of(keys: &[String]) -> Node {
-    let mut branches = match all_kinds_except(kind::OBJ) {
+    let mut branches = match all_kinds_except(Kinds::OBJ) {
         Node::AnyOf(b) => b,
         other => vec![other],
     };

@@ -12,6 +12,7 @@ pub mod error;
 pub mod formats;
 pub mod ir;
 pub mod keywords;
+pub mod kinds;
 pub mod numeric;
 pub mod parse;
 pub mod range;

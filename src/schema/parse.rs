@@ -11,6 +11,7 @@ use super::error::{ErrorKind, SchemaError};
 use super::formats::{self, Format};
 use super::ir::{self, any_of, ArrNode, Defs, Node, ObjNode, Prop, StrNode};
 use super::keywords::{self, Class};
+use super::kinds::Kinds;
 use super::range::{Bound, NumRange};
 use super::regex;
 
@@ -87,38 +88,6 @@ fn invalid(ptr: &str, keyword: &str, reason: String) -> SchemaError {
 /// Escape a key for a JSON pointer (RFC 6901).
 pub fn escape_pointer(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
-}
-
-/// The types a schema allows, as a bit set over the JSON Schema type names.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-struct Types(u8);
-
-impl Types {
-    const NULL: u8 = 1;
-    const BOOLEAN: u8 = 2;
-    const INTEGER: u8 = 4;
-    const NUMBER: u8 = 8;
-    const STRING: u8 = 16;
-    const ARRAY: u8 = 32;
-    const OBJECT: u8 = 64;
-    const ALL: u8 = 127;
-
-    fn has(self, bit: u8) -> bool {
-        self.0 & bit != 0
-    }
-
-    fn from_name(name: &str) -> Option<u8> {
-        Some(match name {
-            "null" => Self::NULL,
-            "boolean" => Self::BOOLEAN,
-            "integer" => Self::INTEGER,
-            "number" => Self::NUMBER,
-            "string" => Self::STRING,
-            "array" => Self::ARRAY,
-            "object" => Self::OBJECT,
-            _ => return None,
-        })
-    }
 }
 
 /// Keywords that imply a type when `type` is absent.
@@ -300,7 +269,7 @@ impl<'a> Ctx<'a> {
             _ if numeric => {
                 // Numbers outside the range, or anything that is not a number.
                 let range = self.range(map, ptr)?;
-                let mut branches = match ir::all_kinds_except(ir::kind::INT | ir::kind::FRAC) {
+                let mut branches = match ir::all_kinds_except(Kinds::NUMBER) {
                     Node::AnyOf(b) => b,
                     other => vec![other],
                 };
@@ -432,18 +401,26 @@ impl<'a> Ctx<'a> {
         Ok(Node::Ref(id))
     }
 
-    fn types(&self, map: &Map<String, Value>, ptr: &str) -> Result<Types, SchemaError> {
+    /// The kinds `type` allows (inferred from the type-specific keywords when
+    /// it is absent), and whether it leaves every value allowed by being
+    /// absent or by naming all seven type names: only then does a schema
+    /// without type-specific keywords stand for any value. (Naming `number`
+    /// but not `integer` allows the same kinds yet keeps the per-type
+    /// defaults.)
+    fn types(&self, map: &Map<String, Value>, ptr: &str) -> Result<(Kinds, bool), SchemaError> {
         match map.get("type") {
-            Some(Value::String(name)) => Ok(Types(type_bit(name, ptr)?)),
+            Some(Value::String(name)) => Ok((type_kinds(name, ptr)?, false)),
             Some(Value::Array(names)) => {
-                let mut bits = 0;
+                let mut kinds = Kinds::NONE;
+                let mut integer_named = false;
                 for n in names {
                     let Value::String(name) = n else {
                         return Err(wrong(ptr, "type", "a type name or an array of type names"));
                     };
-                    bits |= type_bit(name, ptr)?;
+                    kinds |= type_kinds(name, ptr)?;
+                    integer_named |= name == "integer";
                 }
-                if bits == 0 {
+                if kinds.is_empty() {
                     return Err(err(
                         ptr,
                         ErrorKind::Unsatisfiable {
@@ -451,25 +428,29 @@ impl<'a> Ctx<'a> {
                         },
                     ));
                 }
-                Ok(Types(bits))
+                Ok((kinds, kinds == Kinds::ALL && integer_named))
             }
             Some(_) => Err(wrong(ptr, "type", "a type name or an array of type names")),
             None => {
                 let has = |list: &[&str]| list.iter().any(|k| map.contains_key(*k));
-                let mut bits = 0;
+                let mut kinds = Kinds::NONE;
                 if has(OBJECT_KEYWORDS) {
-                    bits |= Types::OBJECT;
+                    kinds |= Kinds::OBJ;
                 }
                 if has(ARRAY_KEYWORDS) {
-                    bits |= Types::ARRAY;
+                    kinds |= Kinds::ARR;
                 }
                 if has(STRING_KEYWORDS) {
-                    bits |= Types::STRING;
+                    kinds |= Kinds::STR;
                 }
                 if has(NUMBER_KEYWORDS) {
-                    bits |= Types::NUMBER;
+                    kinds |= Kinds::NUMBER;
                 }
-                Ok(Types(if bits == 0 { Types::ALL } else { bits }))
+                Ok(if kinds.is_empty() {
+                    (Kinds::ALL, true)
+                } else {
+                    (kinds, false)
+                })
             }
         }
     }
@@ -478,11 +459,11 @@ impl<'a> Ctx<'a> {
     fn typed(
         &mut self,
         map: &'a Map<String, Value>,
-        types: Types,
+        (types, every_type): (Kinds, bool),
         ptr: &str,
         depth: usize,
     ) -> Result<Node, SchemaError> {
-        let unconstrained = types.0 == Types::ALL
+        let unconstrained = every_type
             && ![
                 OBJECT_KEYWORDS,
                 ARRAY_KEYWORDS,
@@ -495,27 +476,28 @@ impl<'a> Ctx<'a> {
             return Ok(Node::Any);
         }
         let mut branches = Vec::new();
-        if types.has(Types::NULL) {
+        if types.intersects(Kinds::NULL) {
             branches.push(Node::Null);
         }
-        if types.has(Types::BOOLEAN) {
+        if types.intersects(Kinds::BOOL) {
             branches.push(Node::Bool);
         }
-        if types.has(Types::INTEGER | Types::NUMBER) {
+        if types.intersects(Kinds::NUMBER) {
             let range = self.range(map, ptr)?;
-            if types.has(Types::NUMBER) {
+            // Non-integers allowed: `number` was named.
+            if types.intersects(Kinds::FRAC) {
                 branches.push(Node::Num(range));
             } else {
                 branches.push(Node::Int(range));
             }
         }
-        if types.has(Types::STRING) {
+        if types.intersects(Kinds::STR) {
             branches.push(Node::Str(self.string(map, ptr)?));
         }
-        if types.has(Types::ARRAY) {
+        if types.intersects(Kinds::ARR) {
             branches.push(Node::Arr(self.array(map, ptr, depth)?));
         }
-        if types.has(Types::OBJECT) {
+        if types.intersects(Kinds::OBJ) {
             branches.push(self.object(map, ptr, depth)?);
         }
         Ok(any_of(branches))
@@ -779,8 +761,9 @@ impl<'a> Ctx<'a> {
     }
 }
 
-fn type_bit(name: &str, ptr: &str) -> Result<u8, SchemaError> {
-    Types::from_name(name).ok_or_else(|| {
+/// The kinds a type name allows, or an error naming the unknown type.
+fn type_kinds(name: &str, ptr: &str) -> Result<Kinds, SchemaError> {
+    Kinds::from_type_name(name).ok_or_else(|| {
         err(
             ptr,
             ErrorKind::UnknownType {
@@ -874,25 +857,9 @@ fn negation_leaf(inner: &Value, ptr: &str) -> Result<Option<Node>, SchemaError> 
                 Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
                 _ => return Err(wrong(ptr, "type", "a type name or an array of type names")),
             };
-            let mut excluded = 0;
+            let mut excluded = Kinds::NONE;
             for name in names {
-                excluded |= match name {
-                    "null" => ir::kind::NULL,
-                    "boolean" => ir::kind::BOOL,
-                    "integer" => ir::kind::INT,
-                    "number" => ir::kind::INT | ir::kind::FRAC,
-                    "string" => ir::kind::STR,
-                    "array" => ir::kind::ARR,
-                    "object" => ir::kind::OBJ,
-                    other => {
-                        return Err(err(
-                            ptr,
-                            ErrorKind::UnknownType {
-                                name: other.to_owned(),
-                            },
-                        ))
-                    }
-                };
+                excluded |= type_kinds(name, ptr)?;
             }
             Ok(Some(ir::all_kinds_except(excluded)))
         }
@@ -969,4 +936,28 @@ fn percent_decode(s: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn naming_every_type_is_any_value_but_number_without_integer_keeps_defaults() {
+        let all =
+            json!({"type": ["null", "boolean", "integer", "number", "string", "array", "object"]});
+        assert_eq!(parse(&all).unwrap().root, Node::Any);
+        let six = json!({"type": ["null", "boolean", "number", "string", "array", "object"]});
+        let Node::AnyOf(branches) = parse(&six).unwrap().root else {
+            panic!("expected one branch per type")
+        };
+        assert_eq!(branches.len(), 6);
+        assert!(matches!(branches[2], Node::Num(_)));
+        assert_eq!(parse(&json!({})).unwrap().root, Node::Any);
+        assert!(matches!(
+            parse(&json!({"minimum": 1})).unwrap().root,
+            Node::Num(_)
+        ));
+    }
 }
