@@ -90,18 +90,6 @@ pub fn escape_pointer(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// Keywords that imply a type when `type` is absent.
-const OBJECT_KEYWORDS: &[&str] = &[
-    "properties",
-    "required",
-    "additionalProperties",
-    "minProperties",
-    "maxProperties",
-];
-const ARRAY_KEYWORDS: &[&str] = &["items", "prefixItems", "minItems", "maxItems"];
-const STRING_KEYWORDS: &[&str] = &["minLength", "maxLength", "pattern", "format"];
-const NUMBER_KEYWORDS: &[&str] = &["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
-
 impl<'a> Ctx<'a> {
     fn step(&mut self, ptr: &str, depth: usize) -> Result<(), SchemaError> {
         if depth > MAX_DEPTH {
@@ -153,7 +141,7 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
-        for defs_key in ["$defs", "definitions"] {
+        for &defs_key in keywords::DEFINITIONS {
             if let Some(v) = map.get(defs_key) {
                 if !v.is_object() && !is_empty_array(v) {
                     return Err(wrong(ptr, defs_key, "an object of schemas"));
@@ -239,7 +227,7 @@ impl<'a> Ctx<'a> {
             .map(String::as_str)
             .filter(|k| matches!(keywords::classify(k), Class::Supported | Class::Unsupported))
             .collect();
-        let numeric = !keys.is_empty() && keys.iter().all(|k| NUMBER_KEYWORDS.contains(k));
+        let numeric = !keys.is_empty() && keys.iter().all(|k| keywords::NUMBER.contains(k));
         match keys.as_slice() {
             // not not X = X; X as the grammar writes it is a subset of X.
             ["not"] => self.schema(&map["not"], &format!("{ptr}/not"), depth + 1),
@@ -434,16 +422,16 @@ impl<'a> Ctx<'a> {
             None => {
                 let has = |list: &[&str]| list.iter().any(|k| map.contains_key(*k));
                 let mut kinds = Kinds::NONE;
-                if has(OBJECT_KEYWORDS) {
+                if has(keywords::OBJECT) {
                     kinds |= Kinds::OBJ;
                 }
-                if has(ARRAY_KEYWORDS) {
+                if has(keywords::ARRAY) {
                     kinds |= Kinds::ARR;
                 }
-                if has(STRING_KEYWORDS) {
+                if has(keywords::STRING) {
                     kinds |= Kinds::STR;
                 }
-                if has(NUMBER_KEYWORDS) {
+                if has(keywords::NUMBER) {
                     kinds |= Kinds::NUMBER;
                 }
                 Ok(if kinds.is_empty() {
@@ -465,10 +453,10 @@ impl<'a> Ctx<'a> {
     ) -> Result<Node, SchemaError> {
         let unconstrained = every_type
             && ![
-                OBJECT_KEYWORDS,
-                ARRAY_KEYWORDS,
-                STRING_KEYWORDS,
-                NUMBER_KEYWORDS,
+                keywords::OBJECT,
+                keywords::ARRAY,
+                keywords::STRING,
+                keywords::NUMBER,
             ]
             .iter()
             .any(|l| l.iter().any(|k| map.contains_key(*k)));
