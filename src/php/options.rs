@@ -7,11 +7,18 @@ use super::convert::{self, describe, OptionsArg};
 use crate::engine::params::Constraint;
 use crate::engine::{GenerateParams, InferenceError, LoadError, LoadParams};
 use crate::grammar::check as grammar;
+use crate::schema::ConvertOptions;
 
 /// The GBNF for a `schema` argument (array or JSON text), or the message.
+/// An empty PHP array (`[]`) is how PHP code writes `{}`, so it stands for
+/// the empty schema.
 pub fn schema_grammar(value: &Zval) -> Result<String, String> {
     let schema = convert::schema_value(value)?;
-    crate::schema::to_gbnf(&schema).map_err(|e| e.to_string())
+    let options = ConvertOptions {
+        empty_array_is_schema: true,
+        ..ConvertOptions::default()
+    };
+    crate::schema::to_gbnf_with(&schema, &options).map_err(|e| e.to_string())
 }
 
 /// The keys `Model::load()` accepts.

@@ -122,4 +122,6 @@ pub enum ErrorKind {
     TooComplex { limit: usize },
     #[error("schema can never be satisfied: {reason}")]
     Unsatisfiable { reason: String },
+    #[error("invalid converter option: {reason}")]
+    BadOption { reason: String },
 }

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{counts, invalid, is_empty_array, wrong, Ctx};
+use super::{counts, invalid, wrong, Ctx};
 use crate::schema::error::SchemaError;
 use crate::schema::ir::{ArrNode, Node};
 
@@ -27,7 +27,7 @@ impl<'a> Ctx<'a> {
         }
         match map.get("items") {
             None => {}
-            Some(v) if is_empty_array(v) => {}
+            Some(v) if self.is_empty_map(v) => {}
             Some(Value::Array(list)) => {
                 // Draft 4 tuple form: no further items (a subset of its "any further items").
                 if !prefix.is_empty() {

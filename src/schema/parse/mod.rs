@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::error::{ErrorKind, SchemaError};
 use super::ir::{self, any_of, Defs, Node};
 use super::keywords::{self, Class};
+use super::options::{ConvertOptions, ObjectDefaults};
 
 mod array;
 mod negation;
@@ -36,12 +37,19 @@ pub struct Parsed {
     pub defs: Defs,
 }
 
-/// Parse a schema document.
+/// Parse a schema document with the default options.
 pub fn parse(schema: &Value) -> Result<Parsed, SchemaError> {
+    parse_with(schema, &ConvertOptions::default())
+}
+
+/// Parse a schema document.
+pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, SchemaError> {
     let mut ctx = Ctx {
         root: schema,
         defs: Defs::default(),
         steps: 0,
+        empty_array_is_schema: options.empty_array_is_schema,
+        object_defaults: options.object_defaults,
     };
     let root = ctx.schema(schema, "", 0)?;
     if root == Node::Never {
@@ -62,6 +70,10 @@ struct Ctx<'a> {
     root: &'a Value,
     defs: Defs,
     steps: usize,
+    /// [`ConvertOptions::empty_array_is_schema`].
+    empty_array_is_schema: bool,
+    /// [`ConvertOptions::object_defaults`].
+    object_defaults: ObjectDefaults,
 }
 
 fn err(ptr: &str, kind: ErrorKind) -> SchemaError {
@@ -94,6 +106,12 @@ pub fn escape_pointer(key: &str) -> String {
 }
 
 impl<'a> Ctx<'a> {
+    /// Whether `v` is `[]` standing for `{}` (see
+    /// [`ConvertOptions::empty_array_is_schema`]).
+    fn is_empty_map(&self, v: &Value) -> bool {
+        self.empty_array_is_schema && matches!(v, Value::Array(a) if a.is_empty())
+    }
+
     fn step(&mut self, ptr: &str, depth: usize) -> Result<(), SchemaError> {
         if depth > MAX_DEPTH {
             return Err(err(ptr, ErrorKind::TooDeep { limit: MAX_DEPTH }));
@@ -110,8 +128,7 @@ impl<'a> Ctx<'a> {
         let map = match value {
             Value::Bool(true) => return Ok(Node::Any),
             Value::Bool(false) => return Ok(Node::Never),
-            // An empty PHP array (`[]`) is how PHP code writes `{}`.
-            Value::Array(a) if a.is_empty() => return Ok(Node::Any),
+            Value::Array(_) if self.is_empty_map(value) => return Ok(Node::Any),
             Value::Object(map) => map,
             other => {
                 return Err(err(
@@ -146,7 +163,7 @@ impl<'a> Ctx<'a> {
         }
         for &defs_key in keywords::DEFINITIONS {
             if let Some(v) = map.get(defs_key) {
-                if !v.is_object() && !is_empty_array(v) {
+                if !v.is_object() && !self.is_empty_map(v) {
                     return Err(wrong(ptr, defs_key, "an object of schemas"));
                 }
             }
@@ -319,11 +336,6 @@ fn count(map: &Map<String, Value>, ptr: &str, key: &str) -> Result<Option<u64>, 
         }
         Some(_) => Err(wrong(ptr, key, "a non-negative integer")),
     }
-}
-
-/// `[]`: an empty PHP array, standing for `{}`.
-fn is_empty_array(v: &Value) -> bool {
-    matches!(v, Value::Array(a) if a.is_empty())
 }
 
 fn dedup(values: &[Value]) -> Vec<Value> {

@@ -20,7 +20,7 @@ impl<'a> Ctx<'a> {
         depth: usize,
     ) -> Result<Node, SchemaError> {
         self.step(ptr, depth)?;
-        if let Some(node) = negation_leaf(inner, ptr)? {
+        if let Some(node) = negation_leaf(inner, ptr, self.empty_array_is_schema)? {
             return Ok(node);
         }
         let unsupported = || {
@@ -95,10 +95,14 @@ impl<'a> Ctx<'a> {
 /// depend on the converter's defaults: `{}`/`true`, `false`, only `type`,
 /// only `enum`/`const`, only `required`, only numeric bounds, and `not`,
 /// `anyOf`, `allOf` of such forms. Annotations may accompany them.
-fn negation_leaf(inner: &Value, ptr: &str) -> Result<Option<Node>, SchemaError> {
+fn negation_leaf(
+    inner: &Value,
+    ptr: &str,
+    empty_array_is_schema: bool,
+) -> Result<Option<Node>, SchemaError> {
     let map = match inner {
         Value::Bool(b) => return Ok(Some(if *b { Node::Never } else { Node::Any })),
-        Value::Array(a) if a.is_empty() => return Ok(Some(Node::Never)),
+        Value::Array(a) if empty_array_is_schema && a.is_empty() => return Ok(Some(Node::Never)),
         Value::Object(map) => map,
         other => {
             return Err(err(

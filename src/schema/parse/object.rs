@@ -3,9 +3,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{counts, err, escape_pointer, is_empty_array, wrong, Ctx, MAX_NAME_CHARS};
+use super::{counts, err, escape_pointer, wrong, Ctx, MAX_NAME_CHARS};
 use crate::schema::error::{ErrorKind, SchemaError};
 use crate::schema::ir::{Node, ObjNode, Prop};
+use crate::schema::options::ObjectDefaults;
 
 impl<'a> Ctx<'a> {
     pub(super) fn object(
@@ -15,8 +16,14 @@ impl<'a> Ctx<'a> {
         depth: usize,
     ) -> Result<Node, SchemaError> {
         let (min_props, max_props) = counts(map, ptr, "minProperties", "maxProperties")?;
+        // What an absent `required` / `additionalProperties` means.
+        let (required_by_default, closed_by_default) = match self.object_defaults {
+            ObjectDefaults::Strict => (true, true),
+        };
         let additional = match map.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => Node::Never,
+            None if closed_by_default => Node::Never,
+            None => Node::Any,
+            Some(Value::Bool(false)) => Node::Never,
             Some(v) => self.schema(v, &format!("{ptr}/additionalProperties"), depth + 1)?,
         };
         // A key that is required but not declared: JSON Schema lets it take
@@ -43,7 +50,7 @@ impl<'a> Ctx<'a> {
             Some(_) => return Err(wrong(ptr, "required", "an array of strings")),
         };
         let mut props = Vec::new();
-        if let Some(v) = map.get("properties").filter(|v| !is_empty_array(v)) {
+        if let Some(v) = map.get("properties").filter(|v| !self.is_empty_map(v)) {
             let Value::Object(declared) = v else {
                 return Err(wrong(ptr, "properties", "an object of schemas"));
             };
@@ -66,12 +73,14 @@ impl<'a> Ctx<'a> {
                     &format!("{ptr}/properties/{}", escape_pointer(name)),
                     depth + 1,
                 )?;
-                let is_required = required.as_ref().is_none_or(|r| r.contains(name));
+                let is_required = required
+                    .as_ref()
+                    .map_or(required_by_default, |r| r.contains(name));
                 props.push(Prop {
                     name: name.clone(),
                     node,
                     required: is_required,
-                    implicit: required.is_none(),
+                    implicit: required.is_none() && required_by_default,
                 });
             }
         }
@@ -100,7 +109,7 @@ impl<'a> Ctx<'a> {
             additional: Box::new(additional),
             min_props,
             max_props,
-            open_by_default: !map.contains_key("additionalProperties"),
+            open_by_default: closed_by_default && !map.contains_key("additionalProperties"),
         }))
     }
 }
