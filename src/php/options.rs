@@ -8,11 +8,18 @@ use super::errors::{CallError, LoadCallError};
 use crate::engine::params::{seed_from, Constraint, MAX_THREADS};
 use crate::engine::{GenerateParams, LoadParams};
 use crate::grammar::CheckedGbnf;
+use crate::schema::ConvertOptions;
 
 /// The grammar for a `schema` argument (array or JSON text), or the message.
+/// An empty PHP array (`[]`) is how PHP code writes `{}`, so it stands for
+/// the empty schema.
 pub fn schema_grammar(value: &Zval) -> Result<CheckedGbnf, String> {
     let schema = convert::schema_value(value)?;
-    let compiled = crate::schema::compile(&schema).map_err(|e| e.to_string())?;
+    let options = ConvertOptions {
+        empty_array_is_schema: true,
+        ..ConvertOptions::default()
+    };
+    let compiled = crate::schema::compile_with(&schema, &options).map_err(|e| e.to_string())?;
     Ok(compiled.gbnf)
 }
 

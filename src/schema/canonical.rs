@@ -1,30 +1,51 @@
-//! JSON text in the layout the grammars produce: `{"a": 1, "b": [1, 2]}`,
+//! JSON text in the layout the grammars produce (by default `{"a": 1, "b": [1, 2]}`),
 //! strings in canonical encoding, and object keys in schema order. Used for
 //! `enum`/`const` literals, and by the benchmark to re-serialise instances.
 
 use serde_json::Value;
 
 use super::ir::{self, Defs, Node};
+use super::kinds::Kinds;
+use super::options::Layout;
 use super::strings::encode_str;
 
-/// `value` as the grammars write it, keys in their original order.
+/// `value` as the grammars write it (default layout), keys in their
+/// original order.
 pub fn value_text(value: &Value) -> String {
+    value_text_in(value, &Layout::default())
+}
+
+/// `value` as the grammars of `layout` write it, keys in their original order.
+pub fn value_text_in(value: &Value, layout: &Layout) -> String {
     let mut out = String::new();
-    write_value(&mut out, value, None, &Defs::default(), 0);
+    write_value(&mut out, value, None, &Defs::default(), layout, 0);
     out
 }
 
-/// `value` as the grammar of `node` would write it: declared properties in
-/// declaration order, then the other keys in their original order.
+/// `value` as the grammar of `node` would write it (default layout):
+/// declared properties in declaration order, then the other keys in their
+/// original order.
 pub fn instance_text(value: &Value, node: &Node, defs: &Defs) -> String {
+    instance_text_in(value, node, defs, &Layout::default())
+}
+
+/// [`instance_text`] for a grammar converted with `layout`.
+pub fn instance_text_in(value: &Value, node: &Node, defs: &Defs, layout: &Layout) -> String {
     let mut out = String::new();
-    write_value(&mut out, value, Some(node), defs, 0);
+    write_value(&mut out, value, Some(node), defs, layout, 0);
     out
 }
 
 const MAX_DEPTH: usize = 512;
 
-fn write_value(out: &mut String, value: &Value, node: Option<&Node>, defs: &Defs, depth: usize) {
+fn write_value(
+    out: &mut String,
+    value: &Value,
+    node: Option<&Node>,
+    defs: &Defs,
+    layout: &Layout,
+    depth: usize,
+) {
     let node = node.map(|n| resolve(n, value, defs, 0));
     match value {
         Value::Null => out.push_str("null"),
@@ -39,7 +60,7 @@ fn write_value(out: &mut String, value: &Value, node: Option<&Node>, defs: &Defs
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(&layout.item_separator);
                 }
                 let child = match node {
                     Some(Node::Arr(a)) if depth < MAX_DEPTH => {
@@ -47,7 +68,7 @@ fn write_value(out: &mut String, value: &Value, node: Option<&Node>, defs: &Defs
                     }
                     _ => None,
                 };
-                write_value(out, item, child, defs, depth + 1);
+                write_value(out, item, child, defs, layout, depth + 1);
             }
             out.push(']');
         }
@@ -68,17 +89,18 @@ fn write_value(out: &mut String, value: &Value, node: Option<&Node>, defs: &Defs
             out.push('{');
             for (i, k) in keys.into_iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(&layout.item_separator);
                 }
                 out.push('"');
                 out.push_str(&encode_str(k));
-                out.push_str("\": ");
+                out.push('"');
+                out.push_str(&layout.key_separator);
                 let child = match node {
                     Some(Node::Obj(o)) if depth < MAX_DEPTH => Some(o.schema_of(k)),
                     _ => None,
                 };
                 if let Some(v) = map.get(k) {
-                    write_value(out, v, child, defs, depth + 1);
+                    write_value(out, v, child, defs, layout, depth + 1);
                 }
             }
             out.push('}');
@@ -100,8 +122,12 @@ fn resolve<'a>(node: &'a Node, value: &Value, defs: &'a Defs, depth: usize) -> &
             let accepted = branches
                 .iter()
                 .find(|b| ir::accepts(b, value, defs) == Some(true));
-            let kind = ir::kind_of(value);
-            let same_kind = || branches.iter().find(|b| ir::kinds(b, defs) & kind != 0);
+            let kind = Kinds::of_value(value);
+            let same_kind = || {
+                branches
+                    .iter()
+                    .find(|b| ir::kinds(b, defs).intersects(kind))
+            };
             match accepted.or_else(same_kind) {
                 Some(b) => resolve(b, value, defs, depth + 1),
                 None => node,

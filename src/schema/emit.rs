@@ -1,15 +1,18 @@
 //! [`Node`] → GBNF rules. A simple walk: each object, array and `$ref` target
 //! gets a rule of its own; JSON primitives are shared rules emitted when used.
 //!
-//! Output layout is fixed so that whitespace is bounded: `{"a": 1, "b": [1, 2]}`
-//! (", " between members, ": " after keys, nothing else).
+//! The output layout is the [`Layout`] of the options, so that whitespace is
+//! bounded: by default `{"a": 1, "b": [1, 2]}` (", " between members, ": "
+//! after keys, nothing else).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::canonical;
 use super::formats::Format;
-use super::ir::{ArrNode, Defs, Node, NumRange, ObjNode, StrNode};
+use super::ir::{ArrNode, Defs, Node, ObjNode, StrNode};
 use super::numeric;
+use super::options::Layout;
+use super::range::NumRange;
 use super::regex;
 use super::strings;
 use super::Productive;
@@ -20,9 +23,15 @@ use crate::grammar::expr::{render, Expr, Rule};
 const BLOCK: u32 = 64;
 
 /// Render the grammar of a parsed schema.
-pub fn emit(root: &Node, defs: &Defs, productive: &Productive) -> Result<String, String> {
+pub fn emit(
+    root: &Node,
+    defs: &Defs,
+    productive: &Productive,
+    layout: &Layout,
+) -> Result<String, String> {
     let mut e = Emitter {
         defs,
+        layout,
         productive,
         rules: BTreeMap::new(),
         order: Vec::new(),
@@ -77,6 +86,7 @@ pub fn emit(root: &Node, defs: &Defs, productive: &Productive) -> Result<String,
 
 struct Emitter<'a> {
     defs: &'a Defs,
+    layout: &'a Layout,
     productive: &'a Productive,
     rules: BTreeMap<String, Expr>,
     order: Vec<String>,
@@ -181,7 +191,7 @@ impl Emitter<'_> {
     /// Define a shared primitive rule (once) and return a reference to it.
     fn shared(&mut self, name: &'static str) -> Expr {
         if !self.rules.contains_key(name) {
-            self.define(name.to_owned(), shared_rule(name));
+            self.define(name.to_owned(), shared_rule(name, self.layout));
             for dep in shared_deps(name) {
                 self.shared(dep);
             }
@@ -207,9 +217,11 @@ impl Emitter<'_> {
             Node::Int(range) => self.integer(range)?,
             Node::Num(range) => self.number(range)?,
             Node::Str(s) => self.string(s, hint)?,
-            Node::Enum(values) => {
-                Expr::alt(values.iter().map(|v| Expr::lit(canonical::value_text(v))))
-            }
+            Node::Enum(values) => Expr::alt(
+                values
+                    .iter()
+                    .map(|v| Expr::lit(canonical::value_text_in(v, self.layout))),
+            ),
             Node::AnyOf(branches) | Node::OneOf(branches) => {
                 let mut alts = Vec::new();
                 for (i, b) in branches.iter().enumerate() {
@@ -313,7 +325,13 @@ impl Emitter<'_> {
         if max.is_some_and(|m| m < a.min_items) {
             return Ok(None);
         }
-        let body = array_body(&elems, items.as_ref(), a.min_items, max);
+        let body = array_body(
+            &elems,
+            items.as_ref(),
+            a.min_items,
+            max,
+            &self.layout.item_separator,
+        );
         let name = self.fresh(hint);
         self.define(
             name.clone(),
@@ -330,7 +348,11 @@ impl Emitter<'_> {
             let required = p.required && (!p.implicit || self.productive.strict(&p.node));
             match self.expr(&p.node, &format!("{hint}-{}", p.name))? {
                 Some(value) => members.push(Member {
-                    text: Expr::seq([strings::quoted_literal(&p.name), Expr::lit(": "), value]),
+                    text: Expr::seq([
+                        strings::quoted_literal(&p.name),
+                        Expr::lit(self.layout.key_separator.as_str()),
+                        value,
+                    ]),
                     required,
                 }),
                 None if required => return Ok(None),
@@ -347,13 +369,18 @@ impl Emitter<'_> {
                 ]);
                 let key_name = self.fresh(&format!("{hint}-key"));
                 self.define(key_name.clone(), key);
-                Some(Expr::seq([Expr::rule(key_name), Expr::lit(": "), value]))
+                Some(Expr::seq([
+                    Expr::rule(key_name),
+                    Expr::lit(self.layout.key_separator.as_str()),
+                    value,
+                ]))
             }
             None => None,
         };
         let name = self.fresh(hint);
         let machine = ObjectMachine {
             name: name.clone(),
+            sep: self.layout.item_separator.clone(),
             members,
             additional,
             min: o.min_props,
@@ -448,6 +475,8 @@ struct Member {
 /// never exponential in the optional ones.
 struct ObjectMachine {
     name: String,
+    /// Between members.
+    sep: String,
     members: Vec<Member>,
     additional: Option<Expr>,
     min: u64,
@@ -474,7 +503,7 @@ impl ObjectMachine {
             let mut parts = Vec::new();
             for (i, m) in self.members.iter().enumerate() {
                 if i > 0 {
-                    parts.push(Expr::lit(", "));
+                    parts.push(Expr::lit(self.sep.as_str()));
                 }
                 parts.push(m.text.clone());
             }
@@ -500,7 +529,7 @@ impl ObjectMachine {
             self.tail(c)
         } else {
             let m = &self.members[i];
-            let sep = if c == 0 { "" } else { ", " };
+            let sep = if c == 0 { "" } else { self.sep.as_str() };
             let next_c = if self.max.is_some() {
                 c + 1
             } else {
@@ -546,8 +575,8 @@ impl ObjectMachine {
         if room == Some(0) {
             return (need == 0).then(Expr::empty);
         }
-        let first_sep = if c == 0 { "" } else { ", " };
-        let more = Expr::seq([Expr::lit(", "), kv.clone()]);
+        let first_sep = if c == 0 { "" } else { self.sep.as_str() };
+        let more = Expr::seq([Expr::lit(self.sep.as_str()), kv.clone()]);
         let more_max = room.map(|r| r.saturating_sub(1));
         let some = Expr::seq([Expr::lit(first_sep), kv.clone(), repeat(more, 0, more_max)]);
         Some(if need == 1 { some } else { some.opt() })
@@ -555,8 +584,9 @@ impl ObjectMachine {
 }
 
 /// The elements of an array between `[` and `]`: `elems` first (each may be
-/// the last), then `items` repeated, `min..=max` elements in all.
-fn array_body(elems: &[Expr], items: Option<&Expr>, min: u64, max: Option<u64>) -> Expr {
+/// the last), then `items` repeated, `min..=max` elements in all, `sep`
+/// between elements.
+fn array_body(elems: &[Expr], items: Option<&Expr>, min: u64, max: Option<u64>, sep: &str) -> Expr {
     // Built from the back: `from(i)` is the language of elements i.. given i elements written.
     let total_cap = max;
     let mut rest: Option<Expr> = None; // elements after the prefix
@@ -565,7 +595,7 @@ fn array_body(elems: &[Expr], items: Option<&Expr>, min: u64, max: Option<u64>) 
         let lo = min.saturating_sub(p);
         let hi = total_cap.map(|m| m.saturating_sub(p));
         if hi != Some(0) {
-            let with_sep = Expr::seq([Expr::lit(", "), item.clone()]);
+            let with_sep = Expr::seq([Expr::lit(sep), item.clone()]);
             rest = Some(if p == 0 {
                 // No prefix: the first item has no separator.
                 let hi_more = hi.map(|h| h.saturating_sub(1));
@@ -585,7 +615,7 @@ fn array_body(elems: &[Expr], items: Option<&Expr>, min: u64, max: Option<u64>) 
     }
     let mut acc = rest.unwrap_or_else(Expr::empty);
     for i in (0..elems.len()).rev() {
-        let sep = if i == 0 { "" } else { ", " };
+        let sep = if i == 0 { "" } else { sep };
         let here = Expr::seq([Expr::lit(sep), elems[i].clone(), acc]);
         let within_max = total_cap.is_none_or(|m| (i as u64) < m);
         acc = if !within_max {
@@ -666,7 +696,11 @@ fn shared_deps(name: &str) -> &'static [&'static str] {
     }
 }
 
-fn shared_rule(name: &str) -> Expr {
+fn shared_rule(name: &str, layout: &Layout) -> Expr {
+    let (item_sep, key_sep) = (
+        layout.item_separator.as_str(),
+        layout.key_separator.as_str(),
+    );
     let digit = || Expr::class(&[('0', '9')]);
     let int_part = || {
         Expr::alt([
@@ -685,12 +719,16 @@ fn shared_rule(name: &str) -> Expr {
                 .chain([Expr::lit("null")]),
         ),
         "object" => {
-            let member = Expr::seq([Expr::rule("string"), Expr::lit(": "), Expr::rule("value")]);
+            let member = Expr::seq([
+                Expr::rule("string"),
+                Expr::lit(key_sep),
+                Expr::rule("value"),
+            ]);
             Expr::seq([
                 Expr::lit("{"),
                 Expr::seq([
                     member.clone(),
-                    Expr::seq([Expr::lit(", "), member]).repeat(0, None),
+                    Expr::seq([Expr::lit(item_sep), member]).repeat(0, None),
                 ])
                 .opt(),
                 Expr::lit("}"),
@@ -700,7 +738,7 @@ fn shared_rule(name: &str) -> Expr {
             Expr::lit("["),
             Expr::seq([
                 Expr::rule("value"),
-                Expr::seq([Expr::lit(", "), Expr::rule("value")]).repeat(0, None),
+                Expr::seq([Expr::lit(item_sep), Expr::rule("value")]).repeat(0, None),
             ])
             .opt(),
             Expr::lit("]"),
@@ -818,7 +856,7 @@ mod tests {
             ),
         ];
         for (elems, items, min, max, good, bad) in cases {
-            let r = re(&array_body(&elems, items.as_ref(), min, max));
+            let r = re(&array_body(&elems, items.as_ref(), min, max, ", "));
             for g in good {
                 assert!(r.is_match(g), "{min}..{max:?} should accept {g:?}");
             }

@@ -126,4 +126,6 @@ pub enum ErrorKind {
     /// handed to llama.cpp.
     #[error("the grammar built for this schema fails the GBNF checker ({reason}); please report the schema")]
     GrammarRefused { reason: String },
+    #[error("invalid converter option: {reason}")]
+    BadOption { reason: String },
 }

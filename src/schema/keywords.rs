@@ -1,6 +1,7 @@
 //! The keywords the converter enforces and the annotations it ignores: the
 //! whole of its strictness, in one place. Any other keyword is an error that
-//! names it and where it appears.
+//! names it and where it appears. Every list of keyword names the converter
+//! uses (by type, `$ref` targets) lives here too.
 
 /// Keywords that are enforced exactly by the generated grammar.
 pub const SUPPORTED: &[&str] = &[
@@ -81,6 +82,24 @@ pub const UNSUPPORTED: &[&str] = &[
     "disallow",
     "extends",
 ];
+
+/// The keywords specific to objects; when `type` is absent, one of them
+/// makes the schema an object schema (and likewise for the lists below).
+pub const OBJECT: &[&str] = &[
+    "properties",
+    "required",
+    "additionalProperties",
+    "minProperties",
+    "maxProperties",
+];
+/// The keywords specific to arrays.
+pub const ARRAY: &[&str] = &["items", "prefixItems", "minItems", "maxItems"];
+/// The keywords specific to strings.
+pub const STRING: &[&str] = &["minLength", "maxLength", "pattern", "format"];
+/// The keywords specific to numbers (the bounds).
+pub const NUMBER: &[&str] = &["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+/// The keywords that hold `$ref` targets (`definitions` is draft 4's `$defs`).
+pub const DEFINITIONS: &[&str] = &["$defs", "definitions"];
 
 /// What the converter does with a key of a schema object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

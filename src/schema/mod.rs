@@ -1,18 +1,22 @@
 //! JSON Schema → GBNF, in pure Rust: parse (every keyword checked) → typed IR
-//! → GBNF. No llama.cpp and no PHP types here.
+//! → GBNF. No engine or language-binding types here.
 //!
 //! The converter is strict: every keyword it accepts is enforced exactly, and
 //! anything it cannot enforce is an error naming the keyword and the JSON
 //! pointer of the schema it appears in.
 
 pub mod canonical;
+pub mod decimal;
 pub mod emit;
 pub mod error;
 pub mod formats;
 pub mod ir;
 pub mod keywords;
+pub mod kinds;
 pub mod numeric;
+pub mod options;
 pub mod parse;
+pub mod range;
 pub mod regex;
 pub mod strings;
 
@@ -22,6 +26,7 @@ use crate::grammar::CheckedGbnf;
 
 pub use error::{ErrorKind, SchemaError};
 use ir::{Defs, Node};
+pub use options::{ConvertOptions, Layout, ObjectDefaults};
 
 /// A converted schema: its IR (for re-serialising instances) and its grammar,
 /// which passed the GBNF checker like any grammar the engine runs.
@@ -32,14 +37,28 @@ pub struct Compiled {
     pub gbnf: CheckedGbnf,
 }
 
-/// Convert a schema to the text of a GBNF grammar whose start rule is `root`.
+/// Convert a schema to a GBNF grammar whose start rule is `root`, with the
+/// default options.
 pub fn to_gbnf(schema: &Value) -> Result<String, SchemaError> {
-    compile(schema).map(|c| c.gbnf.as_str().to_owned())
+    to_gbnf_with(schema, &ConvertOptions::default())
+}
+
+/// Convert a schema to a GBNF grammar whose start rule is `root`.
+pub fn to_gbnf_with(schema: &Value, options: &ConvertOptions) -> Result<String, SchemaError> {
+    compile_with(schema, options).map(|c| c.gbnf.as_str().to_owned())
+}
+
+/// Convert a schema with the default options, keeping the intermediate form.
+pub fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
+    compile_with(schema, &ConvertOptions::default())
 }
 
 /// Convert a schema, keeping the intermediate form.
-pub fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
-    let parsed = parse::parse(schema)?;
+pub fn compile_with(schema: &Value, options: &ConvertOptions) -> Result<Compiled, SchemaError> {
+    if let Some(reason) = options.layout.problem() {
+        return Err(SchemaError::new("", ErrorKind::BadOption { reason }));
+    }
+    let parsed = parse::parse_with(schema, options)?;
     let productive = Productive::of(&parsed.defs);
     if !productive.relaxed(&parsed.root) {
         let reason = match &parsed.root {
@@ -53,7 +72,7 @@ pub fn compile(schema: &Value) -> Result<Compiled, SchemaError> {
             },
         ));
     }
-    let gbnf = emit::emit(&parsed.root, &parsed.defs, &productive)
+    let gbnf = emit::emit(&parsed.root, &parsed.defs, &productive, &options.layout)
         .map_err(|reason| SchemaError::new("", ErrorKind::Unsatisfiable { reason }))?;
     let gbnf = CheckedGbnf::new(gbnf).map_err(|e| {
         SchemaError::new(

@@ -1,0 +1,227 @@
+//! Intersection of two nodes (`allOf`, and sibling keywords of one schema):
+//! one node matching exactly the values both match, or why none can be written.
+
+use super::{
+    accepts, any_of, str_conflict, ArrNode, Defs, Node, ObjNode, Prop, RefId, StrNode,
+    MAX_REASONING_DEPTH,
+};
+
+/// The schema matching exactly the values both `a` and `b` match, or the
+/// reason it cannot be written as one schema.
+pub fn intersect(a: &Node, b: &Node, defs: &Defs) -> Result<Node, String> {
+    intersect_at(a, b, defs, 0)
+}
+
+fn intersect_at(a: &Node, b: &Node, defs: &Defs, depth: usize) -> Result<Node, String> {
+    if depth > MAX_REASONING_DEPTH {
+        return Err("schemas nest too deeply to merge".to_owned());
+    }
+    let next = depth + 1;
+    let resolve = |id: &RefId| -> Result<Node, String> {
+        defs.get(*id).cloned().ok_or_else(|| {
+            format!(
+                "{} refers to itself",
+                defs.pointers.get(*id).map_or("a $ref", |p| p.as_str())
+            )
+        })
+    };
+    Ok(match (a, b) {
+        (Node::Any, x) | (x, Node::Any) => x.clone(),
+        (Node::Never, _) | (_, Node::Never) => Node::Never,
+        (Node::Ref(x), Node::Ref(y)) if x == y => Node::Ref(*x),
+        (Node::Ref(id), other) | (other, Node::Ref(id)) => {
+            intersect_at(&resolve(id)?, other, defs, next)?
+        }
+        (Node::AnyOf(xs), other) | (other, Node::AnyOf(xs)) => {
+            let mut out = Vec::new();
+            for x in xs {
+                let m = intersect_at(x, other, defs, next)?;
+                if m != Node::Never {
+                    out.push(m);
+                }
+            }
+            any_of(out)
+        }
+        (Node::OneOf(xs), other) | (other, Node::OneOf(xs)) => {
+            let mut out = Vec::new();
+            for x in xs {
+                let m = intersect_at(x, other, defs, next)?;
+                if m != Node::Never {
+                    out.push(m);
+                }
+            }
+            match out.len() {
+                0 => Node::Never,
+                1 => out.pop().unwrap_or(Node::Never),
+                _ => Node::OneOf(out),
+            }
+        }
+        (Node::Enum(values), other) | (other, Node::Enum(values)) => {
+            let mut kept = Vec::new();
+            for v in values {
+                match accepts(other, v, defs) {
+                    Some(true) => kept.push(v.clone()),
+                    Some(false) => {}
+                    None => {
+                        return Err(
+                            "enum values cannot be checked against a pattern or format".to_owned()
+                        )
+                    }
+                }
+            }
+            if kept.is_empty() {
+                Node::Never
+            } else {
+                Node::Enum(kept)
+            }
+        }
+        (Node::Null, Node::Null) => Node::Null,
+        (Node::Bool, Node::Bool) => Node::Bool,
+        (Node::Int(x), Node::Int(y))
+        | (Node::Int(x), Node::Num(y))
+        | (Node::Num(y), Node::Int(x)) => Node::Int(x.intersect(y)),
+        (Node::Num(x), Node::Num(y)) => Node::Num(x.intersect(y)),
+        (Node::Str(x), Node::Str(y)) => Node::Str(intersect_str(x, y)?),
+        (Node::Arr(x), Node::Arr(y)) => Node::Arr(intersect_arr(x, y, defs, next)?),
+        (Node::Obj(x), Node::Obj(y)) => intersect_obj(x, y, defs, next)?,
+        _ => Node::Never,
+    })
+}
+
+fn intersect_str(x: &StrNode, y: &StrNode) -> Result<StrNode, String> {
+    let pattern = match (&x.pattern, &y.pattern) {
+        (Some(p), Some(q)) if p != q => return Err("two different patterns".to_owned()),
+        (p, q) => p.clone().or_else(|| q.clone()),
+    };
+    let format = match (x.format, y.format) {
+        (Some(f), Some(g)) if f != g => return Err("two different formats".to_owned()),
+        (f, g) => f.or(g),
+    };
+    let mut not_in = x.not_in.clone();
+    for v in &y.not_in {
+        if !not_in.contains(v) {
+            not_in.push(v.clone());
+        }
+    }
+    let node = StrNode {
+        min_len: x.min_len.max(y.min_len),
+        max_len: min_opt(x.max_len, y.max_len),
+        pattern,
+        format,
+        not_in,
+    };
+    match str_conflict(&node) {
+        Some(reason) => Err(format!("a merged string schema {reason}")),
+        None => Ok(node),
+    }
+}
+
+fn intersect_arr(x: &ArrNode, y: &ArrNode, defs: &Defs, depth: usize) -> Result<ArrNode, String> {
+    let n = x.prefix.len().max(y.prefix.len());
+    let mut prefix = Vec::with_capacity(n);
+    for i in 0..n {
+        let a = x.prefix.get(i).unwrap_or(&x.items);
+        let b = y.prefix.get(i).unwrap_or(&y.items);
+        prefix.push(intersect_at(a, b, defs, depth)?);
+    }
+    Ok(ArrNode {
+        prefix,
+        items: Box::new(intersect_at(&x.items, &y.items, defs, depth)?),
+        min_items: x.min_items.max(y.min_items),
+        max_items: min_opt(x.max_items, y.max_items),
+    })
+}
+
+fn intersect_obj(x: &ObjNode, y: &ObjNode, defs: &Defs, depth: usize) -> Result<Node, String> {
+    let mut names: Vec<&str> = x.props.iter().map(|p| p.name.as_str()).collect();
+    for p in &y.props {
+        if !names.contains(&p.name.as_str()) {
+            names.push(&p.name);
+        }
+    }
+    let mut props = Vec::with_capacity(names.len());
+    for name in names {
+        let mut required = x
+            .props
+            .iter()
+            .chain(&y.props)
+            .any(|p| p.name == name && p.required);
+        // A side that does not declare the key applies what JSON Schema applies to it.
+        let node = intersect_at(x.real_schema_of(name), y.real_schema_of(name), defs, depth)?;
+        let implicit = required
+            && x.props
+                .iter()
+                .chain(&y.props)
+                .filter(|p| p.name == name && p.required)
+                .all(|p| p.implicit);
+        if node == Node::Never && required {
+            if !implicit {
+                return Ok(Node::Never);
+            }
+            required = false;
+        }
+        props.push(Prop {
+            name: name.to_owned(),
+            node,
+            required,
+            implicit,
+        });
+    }
+    Ok(Node::Obj(ObjNode {
+        props,
+        additional: Box::new(intersect_at(&x.additional, &y.additional, defs, depth)?),
+        min_props: x.min_props.max(y.min_props),
+        max_props: min_opt(x.max_props, y.max_props),
+        open_by_default: x.open_by_default && y.open_by_default,
+    }))
+}
+
+fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) | (None, x) => x,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::ir::testing::{int, obj};
+    use serde_json::json;
+
+    #[test]
+    fn intersection_of_ranges_keeps_the_tighter_bounds() {
+        let defs = Defs::default();
+        let m = intersect(&int(Some(0), Some(100)), &int(Some(10), None), &defs).unwrap();
+        assert_eq!(m, int(Some(10), Some(100)));
+    }
+
+    #[test]
+    fn intersection_of_objects_applies_additional_properties_of_the_other_side() {
+        let defs = Defs::default();
+        let closed = obj(vec![("a", Node::Any, true)], Node::Never);
+        let open = obj(vec![("b", Node::Bool, false)], Node::Any);
+        let Node::Obj(m) = intersect(&closed, &open, &defs).unwrap() else {
+            panic!()
+        };
+        assert_eq!(m.props.len(), 2);
+        assert_eq!(
+            m.props[1].node,
+            Node::Never,
+            "b is forbidden by the closed side"
+        );
+        assert_eq!(*m.additional, Node::Never);
+        let needs_b = obj(vec![("b", Node::Bool, true)], Node::Any);
+        assert_eq!(intersect(&closed, &needs_b, &defs).unwrap(), Node::Never);
+    }
+
+    #[test]
+    fn intersection_filters_enums() {
+        let defs = Defs::default();
+        let e = Node::Enum(vec![json!(1), json!(50), json!("x")]);
+        assert_eq!(
+            intersect(&e, &int(Some(10), None), &defs).unwrap(),
+            Node::Enum(vec![json!(50)])
+        );
+    }
+}

@@ -1,0 +1,315 @@
+//! The typed intermediate form of a schema (this file: the node types,
+//! kinds, literal equality), and the operations that reason about it, one
+//! file each: exact validation of literal values (`accepts.rs`, for `enum`
+//! filtering), intersection (`intersect.rs`, `allOf`), exclusivity
+//! (`exclusive.rs`, `oneOf`) and writable complements (`complement.rs`, `not`).
+
+use serde_json::Value;
+
+use super::decimal::Decimal;
+use super::formats::Format;
+use super::kinds::Kinds;
+use super::range::NumRange;
+
+mod accepts;
+mod complement;
+mod exclusive;
+mod intersect;
+
+pub use accepts::{accepts, validates};
+pub use complement::{all_except, all_kinds_except, missing_one_of};
+pub use exclusive::excludes;
+pub use intersect::intersect;
+
+/// Index of a `$ref` target in [`Defs`].
+pub type RefId = usize;
+
+/// One schema, reduced to what the grammar must enforce.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    /// Any JSON value.
+    Any,
+    /// No value at all.
+    Never,
+    Null,
+    Bool,
+    /// Integers in a range.
+    Int(NumRange),
+    /// Numbers (integers included) in a range.
+    Num(NumRange),
+    Str(StrNode),
+    Arr(ArrNode),
+    Obj(ObjNode),
+    /// Exactly these values.
+    Enum(Vec<Value>),
+    AnyOf(Vec<Node>),
+    /// Branches already proven pairwise exclusive.
+    OneOf(Vec<Node>),
+    Ref(RefId),
+}
+
+/// String constraints; lengths count characters (code points).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StrNode {
+    pub min_len: u64,
+    pub max_len: Option<u64>,
+    pub pattern: Option<String>,
+    pub format: Option<Format>,
+    /// Values excluded (from `not: {enum: …}`).
+    pub not_in: Vec<String>,
+}
+
+/// Array constraints. Items past `prefix` must match `items` (`Never`: none allowed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrNode {
+    pub prefix: Vec<Node>,
+    pub items: Box<Node>,
+    pub min_items: u64,
+    pub max_items: Option<u64>,
+}
+
+/// One declared property. A `Never` node means the key is forbidden.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prop {
+    pub name: String,
+    pub node: Node,
+    pub required: bool,
+    /// Required only because the schema has no `required` keyword (every
+    /// property is then emitted). Such a property is left optional when
+    /// emitting it every time would recurse without end.
+    pub implicit: bool,
+}
+
+/// Object constraints. Keys not declared must match `additional` (`Never`: none allowed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjNode {
+    pub props: Vec<Prop>,
+    pub additional: Box<Node>,
+    pub min_props: u64,
+    pub max_props: Option<u64>,
+    /// `additionalProperties` was absent: the grammar emits no other keys
+    /// (`additional` is `Never`), but JSON Schema itself allows any. That
+    /// difference matters when reasoning about what a schema *accepts*.
+    pub open_by_default: bool,
+}
+
+static ANY: Node = Node::Any;
+
+impl ArrNode {
+    /// Any array.
+    pub fn any() -> Self {
+        Self {
+            prefix: Vec::new(),
+            items: Box::new(Node::Any),
+            min_items: 0,
+            max_items: None,
+        }
+    }
+}
+
+impl ObjNode {
+    /// Any object, generated without keys of its own (additional keys allowed).
+    pub fn any() -> Self {
+        Self {
+            props: Vec::new(),
+            additional: Box::new(Node::Any),
+            min_props: 0,
+            max_props: None,
+            open_by_default: false,
+        }
+    }
+
+    /// The schema the grammar uses for a value under `key`.
+    pub fn schema_of(&self, key: &str) -> &Node {
+        self.props
+            .iter()
+            .find(|p| p.name == key)
+            .map_or(&*self.additional, |p| &p.node)
+    }
+
+    /// The schema JSON Schema applies to a value under `key`.
+    pub fn real_schema_of(&self, key: &str) -> &Node {
+        match self.props.iter().find(|p| p.name == key) {
+            Some(p) => &p.node,
+            None if self.open_by_default => &ANY,
+            None => &self.additional,
+        }
+    }
+}
+
+/// Which semantics a check uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Semantics {
+    /// What the generated grammar produces: every property of a schema
+    /// without `required` is required, and absent `additionalProperties`
+    /// means no other keys.
+    Grammar,
+    /// What a JSON Schema validator accepts.
+    Validator,
+}
+
+/// The targets of `$ref`s, filled in as they are parsed.
+#[derive(Debug, Default, Clone)]
+pub struct Defs {
+    /// JSON pointer of each target.
+    pub pointers: Vec<String>,
+    /// `None` while the target is being parsed (a recursive reference).
+    pub nodes: Vec<Option<Node>>,
+}
+
+impl Defs {
+    pub fn find(&self, pointer: &str) -> Option<RefId> {
+        self.pointers.iter().position(|p| p == pointer)
+    }
+
+    pub fn get(&self, id: RefId) -> Option<&Node> {
+        self.nodes.get(id).and_then(Option::as_ref)
+    }
+}
+
+/// How deep the reasoning operations follow `$ref`s before giving up.
+const MAX_REASONING_DEPTH: usize = 64;
+
+/// The kinds of value a node can match.
+pub fn kinds(node: &Node, defs: &Defs) -> Kinds {
+    kinds_at(node, defs, 0)
+}
+
+fn kinds_at(node: &Node, defs: &Defs, depth: usize) -> Kinds {
+    match node {
+        Node::Any => Kinds::ALL,
+        Node::Never => Kinds::NONE,
+        Node::Null => Kinds::NULL,
+        Node::Bool => Kinds::BOOL,
+        Node::Int(_) => Kinds::INT,
+        Node::Num(_) => Kinds::NUMBER,
+        Node::Str(_) => Kinds::STR,
+        Node::Arr(_) => Kinds::ARR,
+        Node::Obj(_) => Kinds::OBJ,
+        Node::Enum(values) => values
+            .iter()
+            .fold(Kinds::NONE, |k, v| k | Kinds::of_value(v)),
+        Node::AnyOf(branches) | Node::OneOf(branches) => branches
+            .iter()
+            .fold(Kinds::NONE, |k, b| k | kinds_at(b, defs, depth + 1)),
+        Node::Ref(id) => match defs.get(*id) {
+            Some(target) if depth < MAX_REASONING_DEPTH => kinds_at(target, defs, depth + 1),
+            _ => Kinds::ALL,
+        },
+    }
+}
+
+/// A hash that values equal under [`json_eq`] share: strings and booleans by
+/// content, numbers by their nearest double (equal values have the same one),
+/// containers by kind and size only.
+pub fn json_hash(value: &Value) -> u64 {
+    match value {
+        Value::Null => 0,
+        Value::Bool(b) => 1 + u64::from(*b),
+        Value::Number(n) => {
+            let f = n.as_f64().unwrap_or(0.0);
+            crate::grammar::expr::hash_of(&(3u8, if f == 0.0 { 0 } else { f.to_bits() }))
+        }
+        Value::String(s) => crate::grammar::expr::hash_of(s.as_str()),
+        Value::Array(a) => crate::grammar::expr::hash_of(&(4u8, a.len())),
+        Value::Object(o) => crate::grammar::expr::hash_of(&(5u8, o.len())),
+    }
+}
+
+/// JSON equality with numbers compared by value (`1 == 1.0`).
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            match (Decimal::from_json(x), Decimal::from_json(y)) {
+                (Some(x), Some(y)) => x == y,
+                _ => x == y,
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// `AnyOf` of the branches, simplified.
+pub fn any_of(mut branches: Vec<Node>) -> Node {
+    branches.retain(|b| *b != Node::Never);
+    if branches.contains(&Node::Any) {
+        return Node::Any;
+    }
+    match branches.len() {
+        0 => Node::Never,
+        1 => branches.pop().unwrap_or(Node::Never),
+        _ => Node::AnyOf(branches),
+    }
+}
+
+/// Why a string node cannot be enforced exactly, if it cannot: a pattern or
+/// format together with length bounds, or a pattern with a format.
+pub fn str_conflict(s: &StrNode) -> Option<String> {
+    let lengths = s.min_len > 0 || s.max_len.is_some();
+    if !s.not_in.is_empty() && (lengths || s.pattern.is_some() || s.format.is_some()) {
+        return Some(
+            "cannot exclude values (\"not\") and constrain the string otherwise".to_owned(),
+        );
+    }
+    match (&s.pattern, &s.format) {
+        (Some(_), Some(_)) => Some("cannot be combined with both \"pattern\" and \"format\"".to_owned()),
+        (Some(_), None) if lengths => Some("cannot be combined with \"minLength\"/\"maxLength\" (write the length into the pattern)".to_owned()),
+        (None, Some(_)) if lengths => Some("cannot be combined with \"minLength\"/\"maxLength\"".to_owned()),
+        _ => None,
+    }
+}
+
+/// Node builders shared by the tests of the reasoning operations.
+#[cfg(test)]
+mod testing {
+    use super::*;
+    use crate::schema::decimal::Decimal;
+    use crate::schema::range::Bound;
+
+    pub fn int(min: Option<i64>, max: Option<i64>) -> Node {
+        let b = |v: i64| Bound::Inclusive(Decimal::parse(&v.to_string()).unwrap());
+        Node::Int(NumRange {
+            min: min.map(b),
+            max: max.map(b),
+        })
+    }
+
+    pub fn obj(props: Vec<(&str, Node, bool)>, additional: Node) -> Node {
+        Node::Obj(ObjNode {
+            props: props
+                .into_iter()
+                .map(|(n, node, required)| Prop {
+                    name: n.into(),
+                    node,
+                    required,
+                    implicit: false,
+                })
+                .collect(),
+            additional: Box::new(additional),
+            min_props: 0,
+            max_props: None,
+            open_by_default: false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_equality_compares_numbers_by_value() {
+        assert!(json_eq(&json!(1), &json!(1.0)));
+        assert!(json_eq(&json!({"a": [1, 2.50]}), &json!({"a": [1.0, 2.5]})));
+        assert!(!json_eq(&json!("1"), &json!(1)));
+    }
+}

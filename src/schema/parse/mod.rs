@@ -1,0 +1,365 @@
+//! JSON Schema (a `serde_json::Value`) → [`Node`], every keyword checked on
+//! the way in. Work is budgeted: nesting depth and the number of schema objects
+//! visited are bounded, so hostile input fails fast with an error.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::error::{ErrorKind, SchemaError};
+use super::ir::{self, any_of, Defs, Node};
+use super::keywords::{self, Class};
+use super::options::{ConvertOptions, ObjectDefaults};
+
+mod array;
+mod negation;
+mod number;
+mod object;
+mod refs;
+mod string;
+mod types;
+
+/// Deepest nesting of schema objects accepted.
+pub const MAX_DEPTH: usize = 128;
+/// Most schema objects visited (refs included) for one conversion.
+pub const MAX_STEPS: usize = 200_000;
+/// Largest `minLength` / `minItems` / `minProperties` a grammar enforces, and
+/// the cap applied to the matching maxima (a smaller maximum keeps every
+/// output valid).
+pub const MAX_COUNT: u64 = 10_000;
+/// Longest property name, in characters.
+pub const MAX_NAME_CHARS: usize = 1_000;
+
+/// The parsed schema: the root node and the `$ref` targets it uses.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    pub root: Node,
+    pub defs: Defs,
+}
+
+/// Parse a schema document with the default options.
+pub fn parse(schema: &Value) -> Result<Parsed, SchemaError> {
+    parse_with(schema, &ConvertOptions::default())
+}
+
+/// Parse a schema document.
+pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, SchemaError> {
+    let mut ctx = Ctx {
+        root: schema,
+        defs: Defs::default(),
+        steps: 0,
+        empty_array_is_schema: options.empty_array_is_schema,
+        object_defaults: options.object_defaults,
+    };
+    let root = ctx.schema(schema, "", 0)?;
+    if root == Node::Never {
+        return Err(SchemaError::new(
+            "",
+            ErrorKind::Unsatisfiable {
+                reason: "no value is valid".to_owned(),
+            },
+        ));
+    }
+    Ok(Parsed {
+        root,
+        defs: ctx.defs,
+    })
+}
+
+struct Ctx<'a> {
+    root: &'a Value,
+    defs: Defs,
+    steps: usize,
+    /// [`ConvertOptions::empty_array_is_schema`].
+    empty_array_is_schema: bool,
+    /// [`ConvertOptions::object_defaults`].
+    object_defaults: ObjectDefaults,
+}
+
+fn err(ptr: &str, kind: ErrorKind) -> SchemaError {
+    SchemaError::new(ptr, kind)
+}
+
+fn wrong(ptr: &str, keyword: &str, expected: &'static str) -> SchemaError {
+    err(
+        ptr,
+        ErrorKind::WrongType {
+            keyword: keyword.to_owned(),
+            expected,
+        },
+    )
+}
+
+fn invalid(ptr: &str, keyword: &str, reason: String) -> SchemaError {
+    err(
+        ptr,
+        ErrorKind::Invalid {
+            keyword: keyword.to_owned(),
+            reason,
+        },
+    )
+}
+
+/// Escape a key for a JSON pointer (RFC 6901).
+pub fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+impl<'a> Ctx<'a> {
+    /// Whether `v` is `[]` standing for `{}` (see
+    /// [`ConvertOptions::empty_array_is_schema`]).
+    fn is_empty_map(&self, v: &Value) -> bool {
+        self.empty_array_is_schema && matches!(v, Value::Array(a) if a.is_empty())
+    }
+
+    fn step(&mut self, ptr: &str, depth: usize) -> Result<(), SchemaError> {
+        if depth > MAX_DEPTH {
+            return Err(err(ptr, ErrorKind::TooDeep { limit: MAX_DEPTH }));
+        }
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(err(ptr, ErrorKind::TooComplex { limit: MAX_STEPS }));
+        }
+        Ok(())
+    }
+
+    fn schema(&mut self, value: &'a Value, ptr: &str, depth: usize) -> Result<Node, SchemaError> {
+        self.step(ptr, depth)?;
+        let map = match value {
+            Value::Bool(true) => return Ok(Node::Any),
+            Value::Bool(false) => return Ok(Node::Never),
+            Value::Array(_) if self.is_empty_map(value) => return Ok(Node::Any),
+            Value::Object(map) => map,
+            other => {
+                return Err(err(
+                    ptr,
+                    ErrorKind::NotASchema {
+                        got: json_type(other),
+                    },
+                ))
+            }
+        };
+        for key in map.keys() {
+            match keywords::classify(key) {
+                Class::Supported | Class::Annotation | Class::Unknown => {}
+                Class::Unsupported => {
+                    return Err(err(
+                        ptr,
+                        ErrorKind::UnsupportedKeyword {
+                            keyword: key.clone(),
+                        },
+                    ));
+                }
+                Class::Misspelled(meant) => {
+                    return Err(err(
+                        ptr,
+                        ErrorKind::Misspelled {
+                            keyword: key.clone(),
+                            meant,
+                        },
+                    ));
+                }
+            }
+        }
+        for &defs_key in keywords::DEFINITIONS {
+            if let Some(v) = map.get(defs_key) {
+                if !v.is_object() && !self.is_empty_map(v) {
+                    return Err(wrong(ptr, defs_key, "an object of schemas"));
+                }
+            }
+        }
+
+        let types = self.types(map, ptr)?;
+        let mut node = self.typed(map, types, ptr, depth)?;
+
+        if let Some(v) = map.get("enum") {
+            let Value::Array(values) = v else {
+                return Err(wrong(ptr, "enum", "an array"));
+            };
+            if values.is_empty() {
+                return Err(err(ptr, ErrorKind::EmptyEnum));
+            }
+            node = self.merge(&node, &Node::Enum(dedup(values)), ptr, "enum")?;
+        }
+        if let Some(v) = map.get("const") {
+            node = self.merge(&node, &Node::Enum(vec![v.clone()]), ptr, "const")?;
+        }
+        if let Some(v) = map.get("$ref") {
+            let Value::String(reference) = v else {
+                return Err(wrong(ptr, "$ref", "a string"));
+            };
+            let target = self.reference(reference, ptr, depth)?;
+            node = if node == Node::Any {
+                target
+            } else {
+                self.merge(&node, &target, ptr, "$ref")?
+            };
+        }
+        if let Some(v) = map.get("allOf") {
+            for (i, branch) in self
+                .branches(v, ptr, "allOf", depth)?
+                .into_iter()
+                .enumerate()
+            {
+                node = ir::intersect(&node, &branch, &self.defs).map_err(|reason| {
+                    err(
+                        ptr,
+                        ErrorKind::AllOfNotMergeable {
+                            reason: format!("branch {i}: {reason}"),
+                        },
+                    )
+                })?;
+            }
+        }
+        if let Some(v) = map.get("anyOf") {
+            let branches = self.branches(v, ptr, "anyOf", depth)?;
+            node = self.merge(&node, &any_of(branches), ptr, "anyOf")?;
+        }
+        if let Some(v) = map.get("oneOf") {
+            let branches = self.branches(v, ptr, "oneOf", depth)?;
+            node = self.one_of(&node, branches, ptr)?;
+        }
+        if let Some(v) = map.get("not") {
+            let complement = self.negation(v, &format!("{ptr}/not"), depth + 1)?;
+            node = self.merge(&node, &complement, ptr, "not")?;
+        }
+        Ok(node)
+    }
+
+    fn merge(&self, a: &Node, b: &Node, ptr: &str, keyword: &str) -> Result<Node, SchemaError> {
+        ir::intersect(a, b, &self.defs).map_err(|reason| {
+            invalid(
+                ptr,
+                keyword,
+                format!("cannot be combined with its sibling keywords: {reason}"),
+            )
+        })
+    }
+
+    fn branches(
+        &mut self,
+        v: &'a Value,
+        ptr: &str,
+        keyword: &str,
+        depth: usize,
+    ) -> Result<Vec<Node>, SchemaError> {
+        let Value::Array(items) = v else {
+            return Err(wrong(ptr, keyword, "a non-empty array of schemas"));
+        };
+        if items.is_empty() {
+            return Err(wrong(ptr, keyword, "a non-empty array of schemas"));
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            out.push(self.schema(item, &format!("{ptr}/{keyword}/{i}"), depth + 1)?);
+        }
+        Ok(out)
+    }
+
+    fn one_of(&self, base: &Node, branches: Vec<Node>, ptr: &str) -> Result<Node, SchemaError> {
+        let mut kept: Vec<(usize, Node)> = Vec::new();
+        for (i, b) in branches.into_iter().enumerate() {
+            let m = self.merge(base, &b, &format!("{ptr}/oneOf/{i}"), "oneOf")?;
+            if m != Node::Never {
+                kept.push((i, m));
+            }
+        }
+        for (x, (i, a)) in kept.iter().enumerate() {
+            for (j, b) in kept.iter().skip(x + 1) {
+                if !(ir::excludes(a, b, &self.defs) && ir::excludes(b, a, &self.defs)) {
+                    return Err(err(
+                        ptr,
+                        ErrorKind::OneOfNotExclusive {
+                            first: *i,
+                            second: *j,
+                            hint: "give them different types, or a required property whose const/enum values differ",
+                        },
+                    ));
+                }
+            }
+        }
+        let mut nodes: Vec<Node> = kept.into_iter().map(|(_, n)| n).collect();
+        Ok(match nodes.len() {
+            0 => Node::Never,
+            1 => nodes.pop().unwrap_or(Node::Never),
+            _ => Node::OneOf(nodes),
+        })
+    }
+}
+
+/// A `min*` / `max*` pair of counts, checked.
+fn counts(
+    map: &Map<String, Value>,
+    ptr: &str,
+    min_key: &str,
+    max_key: &str,
+) -> Result<(u64, Option<u64>), SchemaError> {
+    let min = count(map, ptr, min_key)?.unwrap_or(0);
+    let max = count(map, ptr, max_key)?;
+    if let Some(max) = max {
+        if min > max {
+            return Err(invalid(
+                ptr,
+                min_key,
+                format!("{min} is greater than \"{max_key}\" {max}"),
+            ));
+        }
+    }
+    if min > MAX_COUNT {
+        return Err(err(
+            ptr,
+            ErrorKind::TooLarge {
+                keyword: min_key.to_owned(),
+                value: min.to_string(),
+                limit: MAX_COUNT,
+            },
+        ));
+    }
+    Ok((min, max.map(|m| m.min(MAX_COUNT))))
+}
+
+fn count(map: &Map<String, Value>, ptr: &str, key: &str) -> Result<Option<u64>, SchemaError> {
+    match map.get(key) {
+        None => Ok(None),
+        Some(Value::Number(n)) => {
+            if let Some(u) = n.as_u64() {
+                return Ok(Some(u));
+            }
+            match n.as_f64() {
+                Some(f) if f >= 0.0 && f.fract() == 0.0 => Ok(Some(if f >= u64::MAX as f64 {
+                    u64::MAX
+                } else {
+                    f as u64
+                })),
+                _ => Err(wrong(ptr, key, "a non-negative integer")),
+            }
+        }
+        Some(_) => Err(wrong(ptr, key, "a non-negative integer")),
+    }
+}
+
+fn dedup(values: &[Value]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(values.len());
+    // Values bucketed by a key that equal values share, so that large enums
+    // are deduplicated in linear time.
+    let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
+    for v in values {
+        let same = seen.entry(ir::json_hash(v)).or_default();
+        if !same.iter().any(|&i| ir::json_eq(v, &out[i])) {
+            same.push(out.len());
+            out.push(v.clone());
+        }
+    }
+    out
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

@@ -1,0 +1,67 @@
+//! String keywords: `minLength`, `maxLength`, `pattern`, `format`.
+
+use serde_json::{Map, Value};
+
+use super::{counts, err, invalid, wrong, Ctx};
+use crate::schema::error::{ErrorKind, SchemaError};
+use crate::schema::formats::{self, Format};
+use crate::schema::ir::{self, StrNode};
+use crate::schema::regex;
+
+impl<'a> Ctx<'a> {
+    pub(super) fn string(
+        &self,
+        map: &Map<String, Value>,
+        ptr: &str,
+    ) -> Result<StrNode, SchemaError> {
+        let (min_len, max_len) = counts(map, ptr, "minLength", "maxLength")?;
+        let pattern = match map.get("pattern") {
+            None => None,
+            Some(Value::String(p)) => {
+                regex::pattern_to_expr(p).map_err(|e| {
+                    err(
+                        ptr,
+                        ErrorKind::Pattern {
+                            pattern: p.clone(),
+                            reason: e.to_string(),
+                        },
+                    )
+                })?;
+                Some(p.clone())
+            }
+            Some(_) => return Err(wrong(ptr, "pattern", "a string")),
+        };
+        let format = match map.get("format") {
+            None => None,
+            Some(Value::String(name)) => Some(Format::from_name(name).ok_or_else(|| {
+                err(
+                    ptr,
+                    ErrorKind::UnsupportedFormat {
+                        format: name.clone(),
+                        supported: formats::SUPPORTED,
+                    },
+                )
+            })?),
+            Some(_) => return Err(wrong(ptr, "format", "a string")),
+        };
+        let node = StrNode {
+            min_len,
+            max_len,
+            pattern,
+            format,
+            not_in: Vec::new(),
+        };
+        if let Some(reason) = ir::str_conflict(&node) {
+            return Err(invalid(
+                ptr,
+                if node.pattern.is_some() {
+                    "pattern"
+                } else {
+                    "format"
+                },
+                reason,
+            ));
+        }
+        Ok(node)
+    }
+}
