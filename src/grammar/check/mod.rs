@@ -41,9 +41,11 @@
 //!   over 2^64 rules), maxima above [`MAX_REPETITION`] (llama.cpp silently
 //!   drops the bound);
 //! * escapes that are not Unicode scalar values (surrogates, above U+10FFFF);
-//! * a root that matches no finite string, a reachable rule that matches no
-//!   finite string, and a reachable character class or `"\x00"` that can
-//!   never match (the sampler rejects every token and llama.cpp aborts);
+//! * a root, or a reachable rule, that matches no finite string (once
+//!   inside it the sampler never allows end-of-generation, so the output
+//!   runs until the token limit);
+//! * a reachable character class or `"\x00"` that can never match (there
+//!   the sampler rejects every token, and accepting one anyway throws);
 //! * sizes that exhaust memory, stack or time: [`MAX_GRAMMAR_BYTES`],
 //!   [`MAX_NESTING`], [`MAX_EXPANSION`], [`MAX_LEFT_CHAIN`],
 //!   [`MAX_LEFT_RECURSION_WORK`], [`MAX_PARSE_STACKS`];
