@@ -35,15 +35,30 @@ final class ExceptionsTest extends InferTestCase
         $this->assertSame(__LINE__ - 4, $e->getLine());
     }
 
+    /**
+     * A subclass written in PHP keeps the constructor's arguments and is
+     * caught by each ancestor's catch clause: the catch itself is the check
+     * (an exception that did not match would fail the test).
+     */
     public function testPhpCodeCanExtendAndCatchThem(): void
     {
-        $sub = new class ('custom') extends ModelLoadException {
+        $sub = new class ('custom', 7) extends ModelLoadException {
         };
+        $this->assertSame(['custom', 7], [$sub->getMessage(), $sub->getCode()]);
+        try {
+            throw $sub;
+        } catch (ModelLoadException $caught) {
+            $this->assertSame($sub, $caught);
+        }
         try {
             throw $sub;
         } catch (InferException $caught) {
             $this->assertSame($sub, $caught);
-            $this->assertInstanceOf(\RuntimeException::class, $caught);
+        }
+        try {
+            throw $sub;
+        } catch (\RuntimeException $caught) {
+            $this->assertSame($sub, $caught);
         }
     }
 
@@ -53,7 +68,8 @@ final class ExceptionsTest extends InferTestCase
             \Displace\Infer\Model::load('/nonexistent/model.gguf');
             $this->fail('no exception');
         } catch (InferException $e) {
-            $this->assertInstanceOf(ModelLoadException::class, $e);
+            // Caught as the base class, thrown as the precise one.
+            $this->assertSame(ModelLoadException::class, get_class($e));
         }
     }
 }

@@ -7,13 +7,27 @@ namespace Displace\Infer\Tests;
 use Displace\Infer\Model;
 use PHPUnit\Framework\TestCase;
 
+use function Displace\Infer\Tests\Support\gguf_metadata;
+
 /**
- * Shared helpers: one model per process, temporary files, and an assertion
- * that checks both the exception class and its message.
+ * Shared helpers: one model per process, the model's GGUF metadata read
+ * independently of the extension, temporary files, and an assertion that
+ * checks both the exception class and its message.
+ *
+ * A test in the group `default-model` expects values that hold for the
+ * default model only (DefaultModel): setUp() fails it when INFER_MODEL is
+ * another file.
  */
 abstract class InferTestCase extends TestCase
 {
+    public const DEFAULT_MODEL_GROUP = 'default-model';
+
     private static ?Model $model = null;
+
+    /** @var array<string, mixed>|null */
+    private static ?array $gguf = null;
+
+    private static ?string $modelSha256 = null;
 
     /** @var list<string> */
     private array $tempFiles = [];
@@ -31,6 +45,55 @@ abstract class InferTestCase extends TestCase
     protected static function model(): Model
     {
         return self::$model ??= Model::load(self::modelPath());
+    }
+
+    /**
+     * The metadata of the model file, read by tests-php/support/gguf.php
+     * (not by llama.cpp), to check what the extension reports against.
+     *
+     * @return array<string, mixed>
+     */
+    protected static function gguf(): array
+    {
+        return self::$gguf ??= gguf_metadata(self::modelPath());
+    }
+
+    protected function setUp(): void
+    {
+        parent::setUp();
+        if (in_array(self::DEFAULT_MODEL_GROUP, $this->getGroups(), true)) {
+            self::requireDefaultModel();
+        }
+    }
+
+    /**
+     * Fail (not skip) when INFER_MODEL is not the default model: the test's
+     * expected values (DefaultModel) would not hold, and a skip would hide it.
+     */
+    protected static function requireDefaultModel(): void
+    {
+        $path = self::modelPath();
+        self::$modelSha256 ??= hash_file('sha256', $path);
+        if (self::$modelSha256 !== DefaultModel::SHA256) {
+            self::fail(sprintf(
+                "this test expects values of the default model %s (sha256 %s, see tests-php/support/DefaultModel.php),\n"
+                . "but INFER_MODEL is %s (sha256 %s).\n"
+                . "To test another model, leave these tests out: phpunit --exclude-group %s",
+                DefaultModel::FILE,
+                DefaultModel::SHA256,
+                $path,
+                self::$modelSha256,
+                self::DEFAULT_MODEL_GROUP,
+            ));
+        }
+    }
+
+    /** Fail (not skip) when a PHP extension the test needs is missing. */
+    protected static function requireExtension(string $name): void
+    {
+        if (!extension_loaded($name)) {
+            self::fail("this test needs PHP's $name extension, which is not loaded (scripts/install-deps.sh installs it)");
+        }
     }
 
     protected function tempFile(string $bytes, string $suffix = '.gguf'): string

@@ -10,11 +10,19 @@ use Displace\Infer\Prompt;
 
 final class ModelLoadTest extends InferTestCase
 {
+    /**
+     * The loaded model reads the file's metadata and generates: its context
+     * length is the one the GGUF stores (read without llama.cpp), and a
+     * second load gives the same greedy text as the first.
+     */
     public function testLoadReturnsAUsableModel(): void
     {
+        $gguf = self::gguf();
         $model = Model::load(self::modelPath());
-        $this->assertInstanceOf(Model::class, $model);
-        $this->assertGreaterThan(0, $model->contextLength());
+        $this->assertSame($gguf[$gguf['general.architecture'] . '.context_length'], $model->contextLength());
+        $text = $model->raw('The capital of France is', maxTokens: 4);
+        $this->assertNotSame('', $text);
+        $this->assertSame(self::model()->raw('The capital of France is', maxTokens: 4), $text);
         $model->close();
     }
 

@@ -7,11 +7,11 @@ namespace Displace\Infer\Tests;
 use Displace\Infer\InferenceException;
 use Displace\Infer\Model;
 use Displace\Infer\Prompt;
-use Displace\Infer\Response;
 
 /** chat(), raw(), close() and the model's accessors. */
 final class ModelTest extends InferTestCase
 {
+    /** @group default-model */
     public function testChatAnswersWithTheChatTemplate(): void
     {
         $r = self::model()->chat(
@@ -19,7 +19,6 @@ final class ModelTest extends InferTestCase
                 ->withUser('What is the capital of France?'),
             maxTokens: 48,
         );
-        $this->assertInstanceOf(Response::class, $r);
         $this->assertStringContainsString('Paris', $r->answer());
         $this->assertSame('eos', $r->finishReason());
         // The template wraps the messages: more tokens than the two texts alone.
@@ -28,20 +27,23 @@ final class ModelTest extends InferTestCase
         $this->assertGreaterThan($bare, $r->promptTokens());
     }
 
+    /** @group default-model */
     public function testChatHonoursEarlierTurns(): void
     {
         $prompt = Prompt::system('Reply with JSON only.')
             ->withUser('Tom is 3.')->withAssistant('{"name": "Tom", "age": 3}')
             ->withUser('Ann is 7.');
-        $this->assertSame(['name' => 'Ann', 'age' => 7], self::model()->chat($prompt, maxTokens: 40)->json());
+        $this->assertSame(DefaultModel::ANN, self::model()->chat($prompt, maxTokens: 40)->json());
     }
 
+    /** @group default-model */
     public function testRawCompletesPlainText(): void
     {
         $text = self::model()->raw('1, 2, 3, 4, 5, 6,', maxTokens: 6);
         $this->assertStringStartsWith(' 7, 8', $text);
     }
 
+    /** @group default-model */
     public function testRawIsNotWrappedInTheChatTemplate(): void
     {
         // Through the template, the model answers as an assistant; raw continues the text.
@@ -49,15 +51,18 @@ final class ModelTest extends InferTestCase
         $this->assertStringStartsWith(' Paris', $raw);
     }
 
+    /** @group default-model */
     public function testAddBosMatchesTheTokenizerWhenTheModelUsesNoBos(): void
     {
         // SmolLM2's tokenizer adds no BOS, so both settings see the same tokens.
+        $this->assertFalse(self::gguf()['tokenizer.ggml.add_bos_token'], 'the premise: the GGUF says no BOS');
         $this->assertSame(
             self::model()->raw('Once upon a time', maxTokens: 8, addBos: false),
             self::model()->raw('Once upon a time', maxTokens: 8, addBos: true),
         );
     }
 
+    /** @group default-model */
     public function testAddBosChangesTheInputOfAModelThatUsesBos(): void
     {
         // The same weights with tokenizer.ggml.add_bos_token flipped to true.
@@ -81,25 +86,27 @@ final class ModelTest extends InferTestCase
         $model->close();
     }
 
+    /** @group default-model */
     public function testCountTokens(): void
     {
         $m = self::model();
         $this->assertSame(0, $m->countTokens(''));
-        $this->assertSame(2, $m->countTokens('Hello world'));
+        $this->assertSame(DefaultModel::HELLO_WORLD_TOKENS, $m->countTokens('Hello world'));
         $this->assertGreaterThan($m->countTokens('Hello world'), $m->countTokens(str_repeat('Hello world ', 10)));
         $this->assertSame(1, $m->countTokens('<|im_end|>'), 'special tokens are parsed');
     }
 
     public function testContextLengthIsTheTrainedContext(): void
     {
-        $this->assertSame(8192, self::model()->contextLength());
+        $gguf = self::gguf();
+        $this->assertSame($gguf[$gguf['general.architecture'] . '.context_length'], self::model()->contextLength());
     }
 
     public function testChatTemplateIsTheOneStoredInTheGguf(): void
     {
-        $template = self::model()->chatTemplate();
-        $this->assertIsString($template);
-        $this->assertStringContainsString("'<|im_start|>' + message['role']", $template);
+        $stored = self::gguf()['tokenizer.chat_template'] ?? null;
+        $this->assertIsString($stored, 'the model file has a chat template');
+        $this->assertSame($stored, self::model()->chatTemplate());
     }
 
     public function testChatTemplateIsNullWhenTheGgufHasNone(): void
@@ -162,10 +169,8 @@ final class ModelTest extends InferTestCase
             'chat negative temperature' => [fn (Model $m) => $m->chat($p, temperature: -0.5), 'temperature must be a finite number >= 0, got -0.5'],
             'raw NaN temperature' => [fn (Model $m) => $m->raw('hi', temperature: NAN), 'temperature must be a finite number >= 0, got NAN'],
             'raw infinite temperature' => [fn (Model $m) => $m->raw('hi', temperature: INF), 'temperature must be a finite number >= 0, got INF'],
-            'nCtx beyond the trained context' => [fn (Model $m) => $m->chat($p, nCtx: 100000), 'nCtx = 100000 exceeds the context length the model was trained for (8192)'],
-            'nCtx PHP_INT_MAX' => [fn (Model $m) => $m->raw('hi', nCtx: PHP_INT_MAX), 'exceeds the context length the model was trained for (8192)'],
+            'nCtx PHP_INT_MAX' => [fn (Model $m) => $m->raw('hi', nCtx: PHP_INT_MAX), 'exceeds the context length the model was trained for ('],
             'prompt longer than nCtx (chat)' => [fn (Model $m) => $m->chat(Prompt::user(str_repeat('word ', 50)), nCtx: 16), 'which does not fit in nCtx = 16'],
-            'prompt longer than nCtx (raw)' => [fn (Model $m) => $m->raw(str_repeat('word ', 49) . 'word', nCtx: 16), 'prompt is 50 tokens, which does not fit in nCtx = 16'],
             'empty raw prompt' => [fn (Model $m) => $m->raw(''), 'prompt is empty: it encodes to no tokens'],
             'NUL byte in a chat message' => [fn (Model $m) => $m->chat(Prompt::system('ok')->withUser("a\0b")), 'message 1 (user) contains a NUL byte'],
         ];
@@ -175,6 +180,26 @@ final class ModelTest extends InferTestCase
     public function testInvalidArgumentsThrowBeforeGenerating(callable $call, string $message): void
     {
         $this->assertThrows(InferenceException::class, $message, fn () => $call(self::model()));
+    }
+
+    /**
+     * Messages that quote the default model's numbers: its trained context
+     * and a token count.
+     *
+     * @group default-model
+     */
+    public function testInvalidArgumentMessagesQuoteTheModelsNumbers(): void
+    {
+        $this->assertThrows(
+            InferenceException::class,
+            'nCtx = 100000 exceeds the context length the model was trained for (' . DefaultModel::CONTEXT_LENGTH . ')',
+            fn () => self::model()->chat(Prompt::user('hi'), nCtx: 100000),
+        );
+        $this->assertThrows(
+            InferenceException::class,
+            'prompt is ' . DefaultModel::FIFTY_WORDS_TOKENS . ' tokens, which does not fit in nCtx = 16',
+            fn () => self::model()->raw(str_repeat('word ', 49) . 'word', nCtx: 16),
+        );
     }
 
     public function testMaxTokensPhpIntMaxIsBoundedByTheContext(): void

@@ -50,11 +50,11 @@ final class PromptCacheTest extends InferTestCase
     /**
      * llama.cpp's worker threads do not survive fork(): the child must not
      * reuse (or free) the parent's context, and must get the same answers.
-     *
-     * @requires extension pcntl
      */
     public function testAForkedChildGeneratesWithoutHanging(): void
     {
+        self::requireExtension('pcntl');
+        self::requireExtension('posix');
         $model = Model::load(self::modelPath());
         $expected = self::ask($model, 'When do you open?');
         $pipe = tempnam(sys_get_temp_dir(), 'infer-fork-');

@@ -8,4 +8,6 @@ if (!extension_loaded('infer')) {
     exit(1);
 }
 
+require __DIR__ . '/support/gguf.php';
+require __DIR__ . '/support/DefaultModel.php';
 require __DIR__ . '/InferTestCase.php';

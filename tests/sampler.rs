@@ -66,24 +66,43 @@ fn reference_pick(logits: &[f32], allowed: &[bool]) -> Option<LlamaToken> {
         .map(|(i, _)| LlamaToken(i as i32))
 }
 
-fn run(
-    model: &Arc<LlamaModel>,
-    gbnf: &str,
-    params: &GenerateParams,
-    seed: u64,
-) -> (u32, u32, usize) {
+/// The most tokens one run samples.
+const MAX_STEPS: usize = 24;
+
+/// What one run did.
+struct Run {
+    /// How often the grammar refused the first pick, and how often the
+    /// shortlist held nothing allowed either.
+    refused: u32,
+    full_masks: u32,
+    /// The tokens sampled, the end-of-generation token included.
+    tokens: Vec<LlamaToken>,
+}
+
+impl Run {
+    fn steps(&self) -> usize {
+        self.tokens.len()
+    }
+}
+
+/// Sample up to [`MAX_STEPS`] tokens under `gbnf` from synthetic logits,
+/// checking every token against the grammar's full mask. A run ends at the
+/// step limit or with an end-of-generation token (which the grammar allows
+/// only once it is complete); anything else fails.
+fn run(model: &Arc<LlamaModel>, gbnf: &str, params: &GenerateParams, seed: u64) -> Run {
     let n_vocab = model.n_vocab() as usize;
     let gbnf = CheckedGbnf::new(gbnf).expect("grammar passes the checker");
     let grammar = GrammarSampler::parse(model, &gbnf).expect("grammar loads");
     let mut reference = grammar.clone();
     let mut sampler = Sampler::new(model, params, Some(grammar));
     let mut rng = Rng(seed);
-    let mut steps = 0;
-    for step in 0..24 {
+    let mut tokens = Vec::new();
+    for step in 0..MAX_STEPS {
         let allowed = allowed_mask(&mut reference, n_vocab);
-        if !allowed.iter().any(|&a| a) {
-            break;
-        }
+        assert!(
+            allowed.iter().any(|&a| a),
+            "step {step}: the grammar allows no token (not even end of generation)"
+        );
         // Alternate: allowed tokens usually on top, sometimes mid-ranked, sometimes buried.
         let (boost, favour) = [(12.0, 1.0), (8.5, 0.02), (0.0, 0.0)][step % 3];
         let l = logits(&mut rng, &allowed, boost, favour);
@@ -98,12 +117,21 @@ fn run(
         reference
             .accept(token)
             .expect("the reference accepts the pick");
-        steps += 1;
+        tokens.push(token);
         if model.vocab().is_eog(token) {
             break;
         }
     }
-    (sampler.refused, sampler.full_masks, steps)
+    assert!(
+        tokens.len() == MAX_STEPS || tokens.last().is_some_and(|&t| model.vocab().is_eog(t)),
+        "the run stopped after {} tokens without ending the generation",
+        tokens.len()
+    );
+    Run {
+        refused: sampler.refused,
+        full_masks: sampler.full_masks,
+        tokens,
+    }
 }
 
 const GRAMMARS: &[&str] = &[
@@ -119,10 +147,10 @@ fn greedy_picks_the_best_allowed_token_on_every_path() {
     let (mut refused, mut full, mut steps) = (0, 0, 0);
     for gbnf in GRAMMARS {
         for seed in 1..=6 {
-            let (r, f, s) = run(model, gbnf, &GenerateParams::default(), seed);
-            refused += r;
-            full += f;
-            steps += s;
+            let r = run(model, gbnf, &GenerateParams::default(), seed);
+            refused += r.refused;
+            full += r.full_masks;
+            steps += r.steps();
         }
     }
     assert!(steps > 100, "only {steps} steps ran");
@@ -137,6 +165,7 @@ fn greedy_picks_the_best_allowed_token_on_every_path() {
 fn sampling_never_emits_a_refused_token() {
     let probe = common::probe();
     let model = probe.model();
+    let (mut refused, mut steps, mut runs) = (0, 0, 0);
     for (top_k, seed) in [(40, 1u32), (0, 2), (5, 3)] {
         let params = GenerateParams {
             temperature: 1.0,
@@ -147,10 +176,22 @@ fn sampling_never_emits_a_refused_token() {
             ..GenerateParams::default()
         };
         for (i, gbnf) in GRAMMARS.iter().enumerate() {
-            let (_, _, steps) = run(model, gbnf, &params, 100 + i as u64);
-            assert!(steps > 0);
+            let r = run(model, gbnf, &params, 100 + i as u64);
+            // At least one token of the grammar, then its end or the limit.
+            assert!(
+                r.steps() >= 2,
+                "top_k {top_k}, grammar {i}: {} steps",
+                r.steps()
+            );
+            refused += r.refused;
+            steps += r.steps();
+            runs += 1;
         }
     }
+    assert_eq!(runs, 9);
+    assert!(steps > 50, "only {steps} tokens sampled in {runs} runs");
+    // Sampled tokens were refused and drawn again: the checked path ran.
+    assert!(refused > 0, "the grammar never refused a sampled token");
 }
 
 #[test]
@@ -161,7 +202,27 @@ fn repeat_penalty_with_a_grammar_stays_inside_it() {
         repeat_penalty: 1.5,
         ..GenerateParams::default()
     };
+    let mut changed = 0;
+    let mut steps = 0;
     for (i, gbnf) in GRAMMARS.iter().enumerate() {
-        run(model, gbnf, &params, 50 + i as u64);
+        for seed in 50..53 {
+            let penalised = run(model, gbnf, &params, seed + 10 * i as u64);
+            let plain = run(
+                model,
+                gbnf,
+                &GenerateParams::default(),
+                seed + 10 * i as u64,
+            );
+            assert!(
+                penalised.steps() >= 2,
+                "grammar {i}: {} steps",
+                penalised.steps()
+            );
+            steps += penalised.steps();
+            changed += usize::from(penalised.tokens != plain.tokens);
+        }
     }
+    assert!(steps > 50, "only {steps} tokens sampled");
+    // The penalty was applied: on the same logits it picked other tokens.
+    assert!(changed > 0, "the repeat penalty never changed a pick");
 }

@@ -170,12 +170,16 @@ fn pointers_locate_nested_errors() {
 
 #[test]
 fn annotations_are_ignored() {
+    // Ignored means no effect: the grammar is the one without them.
     let g = schema::to_gbnf(&json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "x", "title": "t", "description": "d",
         "default": 1, "examples": [1], "$comment": "c", "deprecated": false, "readOnly": true, "writeOnly": false,
         "type": "integer"
     }));
-    assert!(g.is_ok(), "{g:?}");
+    assert_eq!(
+        g.expect("annotations are accepted"),
+        schema::to_gbnf(&json!({"type": "integer"})).unwrap()
+    );
 }
 
 #[test]
@@ -200,7 +204,17 @@ fn hostile_schemas_are_refused_or_converted() {
         deep = level.remove("items").unwrap_or(Value::Null);
     }
 
-    // A wide anyOf of objects intersected with allOf.
+    // A wide anyOf of consts intersected with allOf: converted, into a
+    // grammar the checker accepts that lists every one of the 2000 values.
     let wide: Vec<Value> = (0..2000).map(|i| json!({"const": i})).collect();
-    let _ = schema::to_gbnf(&json!({"anyOf": wide, "allOf": [{"type": "integer"}]}));
+    let gbnf = schema::to_gbnf(&json!({"anyOf": wide, "allOf": [{"type": "integer"}]}))
+        .expect("the wide anyOf converts");
+    infer::grammar::check::check(&gbnf).expect("the checker accepts the grammar");
+    for i in [0, 1, 999, 1999] {
+        assert!(
+            gbnf.contains(&format!("\"{i}\"")),
+            "{i} is missing:\n{gbnf}"
+        );
+    }
+    assert!(!gbnf.contains("\"2000\""), "{gbnf}");
 }

@@ -1,0 +1,87 @@
+<?php
+// A reader for the metadata of a GGUF file, written from the format's
+// specification (github.com/ggml-org/ggml/blob/master/docs/gguf.md) and
+// independent of llama.cpp, so that tests can compare what the extension
+// reports with what the file says.
+
+declare(strict_types=1);
+
+namespace Displace\Infer\Tests\Support;
+
+/**
+ * The key/value metadata of the GGUF file at $path: scalars and strings as PHP
+ * values, arrays as ['array' => element type, 'count' => n] (their elements
+ * are skipped).
+ *
+ * @return array<string, mixed>
+ */
+function gguf_metadata(string $path): array
+{
+    $fh = fopen($path, 'rb');
+    if ($fh === false) {
+        throw new \RuntimeException("cannot open $path");
+    }
+    try {
+        $read = static function (int $n) use ($fh, $path): string {
+            $bytes = $n === 0 ? '' : fread($fh, $n);
+            if ($bytes === false || strlen($bytes) !== $n) {
+                throw new \RuntimeException("$path: truncated GGUF metadata");
+            }
+            return $bytes;
+        };
+        $u32 = static fn (): int => unpack('V', $read(4))[1];
+        $u64 = static fn (): int => unpack('P', $read(8))[1];
+        $string = static fn (): string => $read($u64());
+        // Sizes of the fixed-width types, by type id.
+        $fixed = [0 => 1, 1 => 1, 2 => 2, 3 => 2, 4 => 4, 5 => 4, 6 => 4, 7 => 1, 10 => 8, 11 => 8, 12 => 8];
+        $scalar = static function (int $type) use ($read, $string): mixed {
+            return match ($type) {
+                0 => unpack('C', $read(1))[1],
+                1 => unpack('c', $read(1))[1],
+                2 => unpack('v', $read(2))[1],
+                3 => unpack('s', $read(2))[1],
+                4 => unpack('V', $read(4))[1],
+                5 => unpack('l', $read(4))[1],
+                6 => unpack('g', $read(4))[1],
+                7 => $read(1) !== "\0",
+                8 => $string(),
+                10 => unpack('P', $read(8))[1],
+                11 => unpack('q', $read(8))[1],
+                12 => unpack('e', $read(8))[1],
+                default => throw new \RuntimeException("GGUF value type $type is not a scalar"),
+            };
+        };
+
+        if ($read(4) !== 'GGUF') {
+            throw new \RuntimeException("$path is not a GGUF file");
+        }
+        $version = $u32();
+        if ($version < 2) {
+            throw new \RuntimeException("$path: GGUF version $version is not supported here");
+        }
+        $u64(); // tensor count
+        $count = $u64();
+        $out = [];
+        for ($i = 0; $i < $count; $i++) {
+            $key = $string();
+            $type = $u32();
+            if ($type !== 9) {
+                $out[$key] = $scalar($type);
+                continue;
+            }
+            $elementType = $u32();
+            $n = $u64();
+            if (isset($fixed[$elementType])) {
+                fseek($fh, $n * $fixed[$elementType], SEEK_CUR);
+            } else {
+                for ($j = 0; $j < $n; $j++) {
+                    $scalar($elementType);
+                }
+            }
+            $out[$key] = ['array' => $elementType, 'count' => $n];
+        }
+        return $out;
+    } finally {
+        fclose($fh);
+    }
+}
