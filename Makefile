@@ -7,6 +7,9 @@ MODEL_FILE := models/SmolLM2-135M-Instruct.Q4_1.gguf
 INFER_MODEL ?= $(CURDIR)/$(MODEL_FILE)
 export INFER_MODEL
 EXT := $(CURDIR)/target/release/libinfer.so
+# The tests (Rust and PHP) read both paths from here.
+INFER_EXTENSION := $(EXT)
+export INFER_EXTENSION
 # The core (engine, converter, checker) without the PHP binding.
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)

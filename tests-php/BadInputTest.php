@@ -32,7 +32,7 @@ final class BadInputTest extends InferTestCase
     public function testCase(string $name): void
     {
         [, $class, $fragment] = (require __DIR__ . '/support/bad-inputs.php')[$name];
-        $extension = getenv('INFER_EXTENSION') ?: dirname(__DIR__) . '/target/release/libinfer.so';
+        $extension = DefaultModel::extension();
         $result = $this->tempFile('', '.json');
         $cmd = [
             PHP_BINARY, '-n', '-d', 'extension=' . $extension, '-d', 'memory_limit=1G', '-d', 'display_errors=stderr',

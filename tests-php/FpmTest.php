@@ -83,7 +83,7 @@ final class FpmTest extends InferTestCase
             catch_workers_output = yes
             env[INFER_MODEL] = {$this->modelPath()}
             CONF);
-        $extension = getenv('INFER_EXTENSION') ?: dirname(__DIR__) . '/target/release/libinfer.so';
+        $extension = DefaultModel::extension();
         $cmd = [$binary, '-n', '-d', "extension=$extension", '-d', 'memory_limit=512M', '-y', "{$this->dir}/fpm.conf", '-F'];
         if (posix_getuid() === 0) {
             $cmd[] = '-R';

@@ -34,7 +34,7 @@ abstract class InferTestCase extends TestCase
 
     protected static function modelPath(): string
     {
-        $path = getenv('INFER_MODEL') ?: dirname(__DIR__) . '/models/SmolLM2-135M-Instruct.Q4_1.gguf';
+        $path = DefaultModel::path();
         if (!is_file($path)) {
             self::fail("model not found at $path: run `make model` or set INFER_MODEL");
         }

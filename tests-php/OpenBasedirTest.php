@@ -39,7 +39,7 @@ final class OpenBasedirTest extends InferTestCase
      */
     private function loadUnder(string $basedir, string $path, ?string $cwd = null): array
     {
-        $extension = getenv('INFER_EXTENSION') ?: dirname(__DIR__) . '/target/release/libinfer.so';
+        $extension = DefaultModel::extension();
         $code = <<<'PHP'
             $path = $argv[1];
             $h = @fopen($path, 'rb');

@@ -12,7 +12,7 @@ final class SilenceTest extends InferTestCase
 {
     private function runPhp(string $code): array
     {
-        $extension = getenv('INFER_EXTENSION') ?: dirname(__DIR__) . '/target/release/libinfer.so';
+        $extension = DefaultModel::extension();
         $script = $this->tempFile("<?php\n" . $code, '.php');
         $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . $extension, '-d', 'display_errors=stderr', $script];
         $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, null, ['INFER_MODEL' => self::modelPath()]);

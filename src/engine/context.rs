@@ -240,23 +240,12 @@ impl Drop for Context {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use llama_cpp_2::model::params::LlamaModelParams;
 
     use super::*;
     use crate::engine::backend::backend;
 
-    /// The default model (`make model`), or `INFER_MODEL`.
-    fn model_path() -> PathBuf {
-        std::env::var_os("INFER_MODEL").map_or_else(
-            || {
-                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                    .join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
-            },
-            PathBuf::from,
-        )
-    }
+    include!("../../tests/common/paths.rs");
 
     /// Fails loudly if llama-cpp-2's `LlamaModel` ever stops being the bare
     /// pointer `model_ptr` reads: every query through the raw pointer must

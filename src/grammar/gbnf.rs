@@ -67,6 +67,6 @@ mod tests {
         // Hidden left recursion: llama.cpp's parse stack would grow until
         // memory runs out.
         let err = CheckedGbnf::new("root ::= e \"x\"\ne ::= root | ").unwrap_err();
-        assert!(err.to_string().contains("left recursion"), "{err}");
+        assert!(err.to_string().contains("left-recursive"), "{err}");
     }
 }

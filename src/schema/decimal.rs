@@ -326,25 +326,27 @@ fn parse_exponent(bytes: &[u8]) -> Option<i64> {
     Some(if negative { -magnitude } else { magnitude })
 }
 
+/// `value / 10^scale` as minimal decimal text: an independent way to write
+/// the decimals the tests of this module and of `numeric` compare against.
+#[cfg(test)]
+pub(crate) fn fmt_scaled(value: i128, scale: u32) -> String {
+    let sign = if value < 0 { "-" } else { "" };
+    let mag = value.unsigned_abs();
+    let unit = 10u128.pow(scale);
+    let (int, frac) = (mag / unit, mag % unit);
+    if scale == 0 || frac == 0 {
+        return format!("{sign}{int}");
+    }
+    let frac = format!("{frac:0width$}", width = scale as usize);
+    format!("{sign}{int}.{}", frac.trim_end_matches('0'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn d(text: &str) -> Decimal {
         Decimal::parse(text).unwrap_or_else(|| panic!("bad decimal {text}"))
-    }
-
-    /// `value / 10^scale` as minimal decimal text.
-    fn fmt_scaled(value: i128, scale: u32) -> String {
-        let sign = if value < 0 { "-" } else { "" };
-        let mag = value.unsigned_abs();
-        let unit = 10u128.pow(scale);
-        let (int, frac) = (mag / unit, mag % unit);
-        if scale == 0 || frac == 0 {
-            return format!("{sign}{int}");
-        }
-        let frac = format!("{frac:0width$}", width = scale as usize);
-        format!("{sign}{int}.{}", frac.trim_end_matches('0'))
     }
 
     #[test]

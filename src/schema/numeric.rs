@@ -619,6 +619,7 @@ fn digit_class(a: u8, b: u8) -> Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::decimal::fmt_scaled;
     use regex::Regex;
 
     fn d(text: &str) -> Decimal {
@@ -689,19 +690,6 @@ mod tests {
             }
             Decimal::parse(s)
         }
-    }
-
-    /// `value / 10^scale` as minimal decimal text.
-    fn fmt_scaled(value: i128, scale: u32) -> String {
-        let sign = if value < 0 { "-" } else { "" };
-        let mag = value.unsigned_abs();
-        let unit = 10u128.pow(scale);
-        let (int, frac) = (mag / unit, mag % unit);
-        if scale == 0 || frac == 0 {
-            return format!("{sign}{int}");
-        }
-        let frac = format!("{frac:0width$}", width = scale as usize);
-        format!("{sign}{int}.{}", frac.trim_end_matches('0'))
     }
 
     /// Textual variants of one value: minimal, and with trailing zeros.

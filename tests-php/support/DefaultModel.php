@@ -22,6 +22,18 @@ final class DefaultModel
     public const FILE = 'SmolLM2-135M-Instruct.Q4_1.gguf';
     public const SHA256 = 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53';
 
+    /** The model the tests run on: INFER_MODEL (the Makefile sets it), else the default file under models/. */
+    public static function path(): string
+    {
+        return getenv('INFER_MODEL') ?: dirname(__DIR__, 2) . '/models/' . self::FILE;
+    }
+
+    /** The extension under test: INFER_EXTENSION (the Makefile sets it), else the release build. */
+    public static function extension(): string
+    {
+        return getenv('INFER_EXTENSION') ?: dirname(__DIR__, 2) . '/target/release/libinfer.so';
+    }
+
     /** llama.context_length in the GGUF, which error messages quote. */
     public const CONTEXT_LENGTH = 8192;
 

@@ -11,7 +11,8 @@ declare(strict_types=1);
 
 use Displace\Infer\{Grammar, InferenceException, InferException, Message, Model, ModelLoadException, Prompt, Response};
 
-$modelPath = getenv('INFER_MODEL') ?: dirname(__DIR__, 2) . '/models/SmolLM2-135M-Instruct.Q4_1.gguf';
+require_once __DIR__ . '/DefaultModel.php';
+$modelPath = Displace\Infer\Tests\DefaultModel::path();
 $model = static function () use ($modelPath): Model {
     static $m = null;
     return $m ??= Model::load($modelPath);

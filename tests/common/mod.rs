@@ -6,13 +6,14 @@ use std::path::PathBuf;
 
 use infer::engine::probe::GrammarProbe;
 
-/// The default model (`make model` fetches it), or `INFER_MODEL`.
+mod paths {
+    include!("paths.rs");
+}
+
+/// The default model (`make model` fetches it), or `INFER_MODEL`; fails when
+/// the file is missing.
 pub fn model_path() -> PathBuf {
-    let path = std::env::var_os("INFER_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("models/SmolLM2-135M-Instruct.Q4_1.gguf")
-        });
+    let path = paths::model_path();
     assert!(
         path.is_file(),
         "model not found at {}: run `make model` or set INFER_MODEL",

@@ -623,7 +623,7 @@ fn error_messages_carry_their_data() {
 
 /// Runs `f`, printing how long it took (timing is not asserted in
 /// tests; the fuzzers and the benchmarks bound it).
-pub(super) fn assert_quick<T>(what: &str, f: impl FnOnce() -> T) -> T {
+pub(super) fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
     let start = Instant::now();
     let out = f();
     eprintln!("{what}: {:?}", start.elapsed());
@@ -633,7 +633,7 @@ pub(super) fn assert_quick<T>(what: &str, f: impl FnOnce() -> T) -> T {
 #[test]
 fn huge_patterns_stay_fast() {
     let same = vec!["a"; 100_000].join("|");
-    let expr = assert_quick("same alternatives", || pattern_to_expr(&same));
+    let expr = timed("same alternatives", || pattern_to_expr(&same));
     assert_eq!(
         expr,
         Ok(Expr::seq([
@@ -644,30 +644,30 @@ fn huge_patterns_stay_fast() {
     );
     let distinct: Vec<String> = (0..50_000).map(|i| format!("x{i}")).collect();
     let distinct = format!("^(?:{})$", distinct.join("|"));
-    match assert_quick("distinct alternatives", || pattern_to_expr(&distinct)) {
+    match timed("distinct alternatives", || pattern_to_expr(&distinct)) {
         Ok(Expr::Alt(items)) => assert_eq!(items.len(), 50_000),
         other => panic!("{other:?}"),
     }
     let long = "ab\\\"".repeat(250_000);
-    assert!(assert_quick("long literal", || pattern_to_expr(&long)).is_ok());
+    assert!(timed("long literal", || pattern_to_expr(&long)).is_ok());
     let groups = "(?:a|b)*".repeat(20_000);
-    assert!(assert_quick("many groups", || pattern_to_expr(&groups)).is_ok());
+    assert!(timed("many groups", || pattern_to_expr(&groups)).is_ok());
     let classes = "[^a-z\\d\\s]".repeat(20_000);
-    assert!(assert_quick("many classes", || pattern_to_expr(&classes)).is_ok());
+    assert!(timed("many classes", || pattern_to_expr(&classes)).is_ok());
     let brackets = "[".repeat(100_000);
     assert!(matches!(
         pattern_to_expr(&brackets),
         Err(RegexError::Syntax { offset: 0, .. })
     ));
     let braces = "a{1".repeat(100_000);
-    assert!(assert_quick("braces", || pattern_to_expr(&braces)).is_ok());
+    assert!(timed("braces", || pattern_to_expr(&braces)).is_ok());
     let big_class = format!(
         "[{}]",
         (0x100u32..0x20000)
             .filter_map(char::from_u32)
             .collect::<String>()
     );
-    assert!(assert_quick("big class", || pattern_to_expr(&big_class)).is_ok());
+    assert!(timed("big class", || pattern_to_expr(&big_class)).is_ok());
 }
 
 #[test]
