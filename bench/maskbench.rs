@@ -66,6 +66,10 @@ struct Baseline {
     /// Instances serialised several ways (`anyOf` alternatives ordering keys
     /// differently); accepted if any is.
     several_orders: usize,
+    /// Valid / invalid instances accepted in some order other than the
+    /// first one tried.
+    valid_only_other_order: usize,
+    invalid_only_other_order: usize,
     /// Instances where more orders were possible than were tried.
     orders_capped: usize,
     /// Instances that kept their own key order somewhere because the schema
@@ -134,6 +138,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             violations: 0,
             reordered: 0,
             several_orders: 0,
+            valid_only_other_order: 0,
+            invalid_only_other_order: 0,
             orders_capped: 0,
             order_unknown: 0,
             time: Duration::ZERO,
@@ -305,7 +311,15 @@ fn judge_baseline(
     let what = match outcome {
         baseline::Outcome::Judged(accepted) => {
             for (valid, range) in instances {
+                let first = accepted.get(range.start).copied().unwrap_or(false);
                 let ok = accepted[range].iter().any(|a| *a);
+                if ok && !first {
+                    if valid {
+                        b.valid_only_other_order += 1;
+                    } else {
+                        b.invalid_only_other_order += 1;
+                    }
+                }
                 if valid {
                     b.valid += 1;
                     b.valid_accepted += usize::from(ok);
@@ -529,11 +543,14 @@ fn report_baseline(t: &Tally, b: &Baseline) {
     }
     println!(
         "\nBaseline instance serialisation: {} reordered from their original key order, {} tried in \
-         several orders (`anyOf`; accepted if any is), {} with more orders than the {} tried, {} kept \
+         several orders (`anyOf`; accepted if any is: {} valid and {} invalid were accepted only in \
+         an order other than the first), {} with more orders than the {} tried, {} kept \
          their own order somewhere (schema not followable there). Time in the baseline worker \
          (conversion and grammar runs): {:.1} s.",
         b.reordered,
         b.several_orders,
+        b.valid_only_other_order,
+        b.invalid_only_other_order,
         b.orders_capped,
         llama_order::MAX_CANDIDATES,
         b.order_unknown,
