@@ -80,6 +80,9 @@ struct Baseline {
     /// `MASKBENCH_BASELINE_ORIGINAL_ORDER`: instances as compact JSON in
     /// their own key order, as before (for comparison only).
     original_order: bool,
+    /// `MASKBENCH_SHOW_BASELINE_INCOMPLETE`: print each valid instance the
+    /// baseline rejects (first order tried) on stderr.
+    show_incomplete: bool,
 }
 
 #[derive(Default)]
@@ -144,6 +147,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             order_unknown: 0,
             time: Duration::ZERO,
             original_order: std::env::var_os("MASKBENCH_BASELINE_ORIGINAL_ORDER").is_some(),
+            show_incomplete: std::env::var_os("MASKBENCH_SHOW_BASELINE_INCOMPLETE").is_some(),
         });
     }
     let started = Instant::now();
@@ -312,13 +316,19 @@ fn judge_baseline(
         baseline::Outcome::Judged(accepted) => {
             for (valid, range) in instances {
                 let first = accepted.get(range.start).copied().unwrap_or(false);
-                let ok = accepted[range].iter().any(|a| *a);
+                let ok = accepted[range.clone()].iter().any(|a| *a);
                 if ok && !first {
                     if valid {
                         b.valid_only_other_order += 1;
                     } else {
                         b.invalid_only_other_order += 1;
                     }
+                }
+                if valid && !ok && b.show_incomplete {
+                    eprintln!(
+                        "baseline rejects valid: {}",
+                        truncate(&texts[range.start], 300)
+                    );
                 }
                 if valid {
                     b.valid += 1;
