@@ -14,7 +14,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory
+.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency
 
 demo: build model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -47,7 +47,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -76,3 +76,8 @@ clean:
 # Issue 5: resident memory over 2,000 mixed calls and 200 load/close cycles.
 bench-memory: build model
 	$(PHP_WITH_EXT) bench/memory.php $(INFER_MODEL)
+
+# Issue 10: aggregate tokens/s of 1, 2, 4 and 8 processes generating at once,
+# at default settings, against one alone in the same run.
+bench-concurrency: build model
+	$(PHP_WITH_EXT) bench/concurrency.php $(INFER_MODEL) --workers 1,2,4,8

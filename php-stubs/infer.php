@@ -54,7 +54,8 @@ final class Model
      *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0);
      *        use_mmap: map the weights instead of reading them (default true);
      *        use_mlock: lock the weights in RAM (default false);
-     *        n_threads: threads for generation (int from 1 to 512, default: the machine's cores).
+     *        n_threads: threads for generation (int from 1 to 512); default: the machine's cores, shared with
+     *        the other processes generating at the same time (a fixed n_threads opts out of sharing).
      *        An unknown key or a value of the wrong type or range throws.
      * @throws ModelLoadException
      */

@@ -55,6 +55,9 @@ pub struct Context {
     batch_capacity: usize,
     n_vocab: usize,
     n_ctx: u32,
+    /// Threads the next evaluation runs (at most the pool's size).
+    threads: u32,
+    max_threads: u32,
     pid: u32,
     /// Dropped after `Drop::drop` has freed the context (fields always drop
     /// after the struct's own `drop`), whatever the field order.
@@ -71,13 +74,20 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    /// A context of `n_ctx` tokens evaluating batches of up to `n_batch`.
-    /// It keeps `model` alive for as long as it lives.
+    /// A context of `n_ctx` tokens evaluating batches of up to `n_batch`
+    /// with a pool of `n_threads` threads. It keeps `model` alive for as long
+    /// as it lives.
+    ///
+    /// `poll` is how long idle workers spin before they sleep (ggml's 0 to
+    /// 100; 0 sleeps at once). A pool whose thread count changes between
+    /// evaluations wants 0: workers left out of an evaluation are woken by it
+    /// all the same, and would spin on cores another process needs.
     pub fn new(
         model: &Arc<LlamaModel>,
         n_threads: u32,
         n_ctx: u32,
         n_batch: u32,
+        poll: u32,
     ) -> InferenceResult<Self> {
         let threads = i32::try_from(n_threads).unwrap_or(i32::MAX);
         let failed = |detail: String| InferenceError::ContextFailed { n_ctx, detail };
@@ -104,6 +114,7 @@ impl Context {
                 )
             })?;
             let mut tp_params = sys::ggml_threadpool_params_default(threads);
+            tp_params.poll = poll.min(100);
             let Some(threadpool) = NonNull::new(sys::ggml_threadpool_new(&mut tp_params)) else {
                 sys::llama_free(ctx.as_ptr());
                 return Err(failed("could not start the thread pool".to_owned()));
@@ -118,6 +129,8 @@ impl Context {
                 batch_capacity: capacity as usize,
                 n_vocab: model.n_vocab().max(0) as usize,
                 n_ctx,
+                threads: n_threads,
+                max_threads: n_threads,
                 pid: std::process::id(),
                 _model: Arc::clone(model),
             })
@@ -126,6 +139,18 @@ impl Context {
 
     pub fn n_ctx(&self) -> u32 {
         self.n_ctx
+    }
+
+    /// Run the next evaluations on `n` threads of the pool (1 to its size).
+    pub fn set_threads(&mut self, n: u32) {
+        let n = n.clamp(1, self.max_threads);
+        if n != self.threads {
+            let t = i32::try_from(n).unwrap_or(1);
+            // SAFETY: a live context; llama.cpp applies the count at the next
+            // graph computation, and the pool has at least `n` threads.
+            unsafe { sys::llama_set_n_threads(self.ctx.as_ptr(), t, t) };
+            self.threads = n;
+        }
     }
 
     /// Largest number of tokens one [`Context::decode`] takes.

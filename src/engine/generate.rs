@@ -9,6 +9,11 @@ use super::output::Output;
 use super::params::GenerateParams;
 use super::sampler::Sampler;
 use super::session::Session;
+use super::threads::Claim;
+
+/// How many tokens pass between two recounts of the processes generating at
+/// the same time (a recount is a few dozen `flock` calls).
+const RECOUNT_EVERY: u32 = 4;
 
 /// Why generation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,8 +58,12 @@ pub fn run(
     mut sampler: Sampler,
     prompt: &[LlamaToken],
     params: &GenerateParams,
+    claim: Option<&Claim>,
 ) -> InferenceResult<Generation> {
     let n_ctx = session.n_ctx();
+    if let Some(claim) = claim {
+        session.set_threads(claim.threads());
+    }
     let reused = session.evaluate_prompt(prompt, params.cache_prompt)?;
 
     let vocab = model.vocab();
@@ -70,6 +79,9 @@ pub fn run(
             break FinishReason::Length;
         }
         if let Some(token) = pending.take() {
+            if let Some(claim) = claim.filter(|_| generated % RECOUNT_EVERY == 0) {
+                session.set_threads(claim.threads());
+            }
             session.evaluate_token(token)?;
         }
         let token = sampler.sample(session.logits()?)?;

@@ -12,6 +12,7 @@ pub mod probe;
 pub mod reasoning;
 pub mod sampler;
 pub mod session;
+pub mod threads;
 
 pub use chat::{Message, Role};
 pub use error::{InferenceError, LoadError};

@@ -18,6 +18,10 @@ use super::generate::{self, Generation};
 use super::params::{Constraint, GenerateParams, LoadParams};
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
+use super::threads::Claim;
+
+/// ggml's default polling level, kept for a pool of fixed size.
+const FIXED_POLL: u32 = 50;
 
 /// Every GGUF file starts with these four bytes.
 const GGUF_MAGIC: &[u8; 4] = b"GGUF";
@@ -41,6 +45,7 @@ pub struct Model {
     model: Arc<LlamaModel>,
     reusable: RefCell<Reusable>,
     n_threads: u32,
+    share_cores: bool,
     path: PathBuf,
 }
 
@@ -69,6 +74,7 @@ impl Model {
             model: Arc::new(model),
             reusable: RefCell::default(),
             n_threads: params.n_threads,
+            share_cores: params.share_cores,
             path: path.to_path_buf(),
         })
     }
@@ -151,11 +157,15 @@ impl Model {
             // Free the old cache before allocating the new one.
             *session = None;
         }
+        // A pool whose thread count follows the other processes sleeps when
+        // idle (see `Context::new`); a fixed one polls as llama.cpp's tools do.
+        let poll = if self.share_cores { 0 } else { FIXED_POLL };
         let current = match session {
             Some(s) => s,
-            None => session.insert(Session::new(model, self.n_threads, params.n_ctx)?),
+            None => session.insert(Session::new(model, self.n_threads, params.n_ctx, poll)?),
         };
-        let result = generate::run(current, model, sampler, prompt, params);
+        let claim = self.share_cores.then(|| Claim::take(self.n_threads));
+        let result = generate::run(current, model, sampler, prompt, params, claim.as_ref());
         if result.is_err() {
             *session = None;
         }

@@ -10,7 +10,12 @@ pub struct LoadParams {
     pub n_gpu_layers: u32,
     pub use_mmap: bool,
     pub use_mlock: bool,
+    /// Threads of the model's pool: the most a call runs.
     pub n_threads: u32,
+    /// Share the cores with the other processes that generate at the same
+    /// time (see `engine::threads`), instead of always running `n_threads`.
+    /// On by default; a caller that fixes `n_threads` turns it off.
+    pub share_cores: bool,
 }
 
 /// Most threads one context may use: ggml's `GGML_MAX_N_THREADS`. ggml
@@ -38,6 +43,7 @@ impl Default for LoadParams {
             use_mmap: true,
             use_mlock: false,
             n_threads: default_threads(),
+            share_cores: true,
         }
     }
 }

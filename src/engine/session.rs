@@ -22,16 +22,27 @@ pub struct Session {
 }
 
 impl Session {
-    /// A context of `n_ctx` tokens with an empty cache, keeping `model` alive.
-    pub fn new(model: &Arc<LlamaModel>, n_threads: u32, n_ctx: u32) -> InferenceResult<Self> {
+    /// A context of `n_ctx` tokens with an empty cache, keeping `model` alive
+    /// (see [`Context::new`] for `poll`).
+    pub fn new(
+        model: &Arc<LlamaModel>,
+        n_threads: u32,
+        n_ctx: u32,
+        poll: u32,
+    ) -> InferenceResult<Self> {
         Ok(Self {
-            ctx: Context::new(model, n_threads, n_ctx, n_ctx.min(MAX_BATCH))?,
+            ctx: Context::new(model, n_threads, n_ctx, n_ctx.min(MAX_BATCH), poll)?,
             cached: Vec::new(),
         })
     }
 
     pub fn n_ctx(&self) -> u32 {
         self.ctx.n_ctx()
+    }
+
+    /// Run the next evaluations on `n` threads.
+    pub fn set_threads(&mut self, n: u32) {
+        self.ctx.set_threads(n);
     }
 
     /// False in a process forked after the session was made.

@@ -106,6 +106,8 @@ pub fn load_params(options: OptionsArg<'_>) -> Result<LoadParams, LoadCallError>
                     .filter(|n| (1..=i64::from(MAX_THREADS)).contains(n))
                     .and_then(|n| u32::try_from(n).ok())
                     .ok_or_else(|| Problem::wrong(&key, &what, value))?;
+                // The caller's count, always: no sharing with other processes.
+                params.share_cores = false;
             }
             "use_mmap" => params.use_mmap = flag(&key, value)?,
             "use_mlock" => params.use_mlock = flag(&key, value)?,

@@ -1,0 +1,247 @@
+//! Sharing the machine's cores between processes that generate at once.
+//!
+//! ggml's worker threads meet at a barrier after every node of the graph, and
+//! wait there by spinning. Two processes that each run a thread per core
+//! preempt each other's threads mid-graph, and every waiting thread then
+//! spins through its time slice: two PHP-FPM workers generating at once made
+//! 0.085x the tokens of one. So, unless the caller fixed `n_threads`, a
+//! generating call takes a *slot* in a registry that every process of the
+//! same user shares, and runs `cores / generating processes` threads (at
+//! least one; the remainder goes to the lowest slots), recounting as others
+//! start and finish. A lone process keeps every core.
+//!
+//! The registry is a directory of slot files (`/dev/shm/infer-<uid>`, else
+//! the temporary directory). A slot is held with `flock`, which the kernel
+//! releases when the process dies, so a crashed worker never leaks one.
+//! Where the registry cannot be used, every call runs on every core, as
+//! before.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+
+/// Slots in the registry: at most this many processes are counted; more
+/// generate with one thread each.
+pub const SLOTS: usize = 64;
+
+/// The slot files of this process, opened once (again after a `fork()`: a
+/// child must not share open file descriptions, and so locks, with its
+/// parent).
+struct Registry {
+    pid: u32,
+    files: Vec<File>,
+    /// Slots held by this process (a thread-safe PHP build may generate on
+    /// several threads at once; `flock` cannot tell them apart).
+    held: [bool; SLOTS],
+}
+
+static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+
+fn registry_dir() -> PathBuf {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let shm = std::path::Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    base.join(format!("infer-{uid}"))
+}
+
+impl Registry {
+    fn open() -> Option<Self> {
+        let dir = registry_dir();
+        // Another process may create it at the same moment: only a directory
+        // that exists afterwards matters.
+        let _created = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+        if !dir.is_dir() {
+            return None;
+        }
+        let files = (0..SLOTS)
+            .map(|i| {
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .mode(0o600)
+                    .custom_flags(libc::O_CLOEXEC)
+                    .open(dir.join(format!("slot-{i}")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .ok()?;
+        Some(Self {
+            pid: std::process::id(),
+            files,
+            held: [false; SLOTS],
+        })
+    }
+
+    /// `flock(op | LOCK_NB)` on slot `i`; true when it succeeded.
+    fn try_lock(&self, i: usize, op: libc::c_int) -> bool {
+        // SAFETY: flock on a descriptor this registry keeps open.
+        unsafe { libc::flock(self.files[i].as_raw_fd(), op | libc::LOCK_NB) == 0 }
+    }
+
+    fn unlock(&self, i: usize) {
+        // SAFETY: as above; unlocking a descriptor that holds no lock is a no-op.
+        unsafe { libc::flock(self.files[i].as_raw_fd(), libc::LOCK_UN) };
+    }
+
+    /// Take the first free slot.
+    fn claim(&mut self) -> Option<usize> {
+        let slot = (0..SLOTS).find(|&i| !self.held[i] && self.try_lock(i, libc::LOCK_EX))?;
+        self.held[slot] = true;
+        Some(slot)
+    }
+
+    fn release(&mut self, slot: usize) {
+        if self.held[slot] {
+            self.unlock(slot);
+            self.held[slot] = false;
+        }
+    }
+
+    /// Which slots are held, by this process or another.
+    fn occupied(&self) -> [bool; SLOTS] {
+        let mut out = self.held;
+        for (i, busy) in out.iter_mut().enumerate() {
+            if !*busy {
+                // A shared lock is refused while another process holds the
+                // exclusive one; when granted, it is dropped at once.
+                if self.try_lock(i, libc::LOCK_SH) {
+                    self.unlock(i);
+                } else {
+                    *busy = true;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Run `f` on this process's registry, opening it first (or again, in a
+/// forked child); `None` when no registry can be had.
+fn with_registry<T>(f: impl FnOnce(&mut Registry) -> Option<T>) -> Option<T> {
+    let mut guard = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    if guard.as_ref().is_some_and(|r| r.pid != std::process::id()) {
+        // Forked: the inherited descriptions (and any lock on them) are
+        // shared with the parent. Closing this process's copies leaves the
+        // parent's locks alone (only an explicit unlock would drop them).
+        *guard = None;
+    }
+    if guard.is_none() {
+        *guard = Registry::open();
+    }
+    f(guard.as_mut()?)
+}
+
+/// The threads slot `slot` gets when `occupied` slots generate on `cores`.
+pub fn share(cores: u32, occupied: &[bool], slot: usize) -> u32 {
+    let active = occupied.iter().filter(|&&b| b).count().max(1) as u32;
+    let rank = occupied[..slot.min(occupied.len())]
+        .iter()
+        .filter(|&&b| b)
+        .count() as u32;
+    let base = cores / active;
+    let extra = u32::from(rank < cores % active);
+    (base + extra).max(1)
+}
+
+/// A generating call's place in the registry; released on drop.
+#[derive(Debug)]
+pub struct Claim {
+    place: Place,
+    cores: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// No registry can be had here: the call uses every core, as before.
+    NoRegistry,
+    /// Every slot is taken: so many processes generate that one thread each
+    /// is all there is.
+    Full,
+    Slot(usize),
+}
+
+impl Claim {
+    /// Take a slot for a call that may use up to `cores` threads.
+    pub fn take(cores: u32) -> Self {
+        let place = with_registry(|r| Some(r.claim().map_or(Place::Full, Place::Slot)))
+            .unwrap_or(Place::NoRegistry);
+        Self { place, cores }
+    }
+
+    /// How many threads this call should run now.
+    pub fn threads(&self) -> u32 {
+        match self.place {
+            Place::NoRegistry => self.cores,
+            Place::Full => 1,
+            Place::Slot(slot) => with_registry(|r| Some(share(self.cores, &r.occupied(), slot)))
+                .unwrap_or(self.cores),
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Place::Slot(slot) = self.place {
+            with_registry(|r| {
+                r.release(slot);
+                Some(())
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occupied(slots: &[usize]) -> Vec<bool> {
+        let mut out = vec![false; SLOTS];
+        for &s in slots {
+            out[s] = true;
+        }
+        out
+    }
+
+    #[test]
+    fn a_lone_process_gets_every_core() {
+        assert_eq!(share(8, &occupied(&[5]), 5), 8);
+    }
+
+    #[test]
+    fn cores_are_divided_and_the_remainder_goes_to_the_lowest_slots() {
+        let occ = occupied(&[0, 3, 9]);
+        let got: Vec<u32> = [0, 3, 9].iter().map(|&s| share(8, &occ, s)).collect();
+        assert_eq!(got, vec![3, 3, 2]);
+        assert_eq!(got.iter().sum::<u32>(), 8, "every core used, none twice");
+    }
+
+    #[test]
+    fn claims_in_one_process_are_counted_and_released() {
+        let first = Claim::take(4);
+        assert!(matches!(first.place, Place::Slot(_)), "{first:?}");
+        let alone = first.threads();
+        let second = Claim::take(4);
+        // Other processes of this user may be generating too (other test
+        // binaries); with both claims held, each gets at most half.
+        assert!(first.threads() <= 2 && second.threads() <= 2);
+        assert!(alone >= first.threads());
+        drop(second);
+        assert_eq!(first.threads(), alone, "the second claim was released");
+    }
+
+    #[test]
+    fn more_processes_than_cores_get_one_thread_each() {
+        let occ = occupied(&[0, 1, 2, 3]);
+        for s in 0..4 {
+            assert_eq!(share(2, &occ, s), 1, "slot {s}");
+        }
+    }
+}

@@ -1,0 +1,120 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Displace\Infer\Tests;
+
+/**
+ * Processes that generate at once share the cores through a registry of
+ * flock()ed slot files (/dev/shm/infer-<uid>). Observed from outside, with
+ * PHP's own flock(): a generating process at default settings holds a slot
+ * while it generates and frees it afterwards; one with a fixed n_threads
+ * never takes one.
+ */
+final class ThreadSharingTest extends InferTestCase
+{
+    private static function registry(): string
+    {
+        $base = is_dir('/dev/shm') ? '/dev/shm' : sys_get_temp_dir();
+        return $base . '/infer-' . posix_getuid();
+    }
+
+    /** How many slots another process holds right now. */
+    private static function heldSlots(): int
+    {
+        $held = 0;
+        foreach (glob(self::registry() . '/slot-*') ?: [] as $slot) {
+            $h = fopen($slot, 'r');
+            if ($h === false) {
+                continue;
+            }
+            if (!flock($h, LOCK_SH | LOCK_NB)) {
+                $held++;
+            } else {
+                flock($h, LOCK_UN);
+            }
+            fclose($h);
+        }
+        return $held;
+    }
+
+    /**
+     * Start a PHP process that loads the model with $options, says "go" on
+     * stdout, then generates for $seconds; watch the registry meanwhile.
+     *
+     * @return array{max_held: int, after: int}
+     */
+    private function watchGenerator(array $options, float $seconds): array
+    {
+        $code = <<<'PHP'
+            $model = Displace\Infer\Model::load($argv[1], json_decode($argv[2], true));
+            $model->raw('warm up', maxTokens: 1);
+            echo "go\n";
+            $until = microtime(true) + (float) $argv[3];
+            while (microtime(true) < $until) {
+                $model->raw('Once upon a time', maxTokens: 48, options: ['cache_prompt' => false]);
+            }
+            PHP;
+        $cmd = [
+            PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-r', $code,
+            self::modelPath(), json_encode($options, JSON_FORCE_OBJECT), (string) $seconds,
+        ];
+        $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        $this->assertIsResource($proc);
+        // (stderr is read only once the process has ended: reading it now would wait for that.)
+        $this->assertSame("go\n", fgets($pipes[1]), 'the generator did not start');
+        $maxHeld = 0;
+        do {
+            $maxHeld = max($maxHeld, self::heldSlots());
+            usleep(20000);
+            $status = proc_get_status($proc);
+        } while ($status['running']);
+        $stderr = stream_get_contents($pipes[2]);
+        fclose($pipes[1]);
+        fclose($pipes[2]);
+        $this->assertSame(0, $status['exitcode'], "generator failed: $stderr");
+        proc_close($proc);
+        return ['max_held' => $maxHeld, 'after' => self::heldSlots()];
+    }
+
+    public function testAGeneratingProcessHoldsASlotAndReleasesIt(): void
+    {
+        $seen = $this->watchGenerator([], 2.0);
+        $this->assertSame(1, $seen['max_held'], 'one generating process holds exactly one slot');
+        $this->assertSame(0, $seen['after'], 'the slot is released when the process is done');
+    }
+
+    public function testASlotIsFreedWhenItsProcessIsKilled(): void
+    {
+        $code = <<<'PHP'
+            $model = Displace\Infer\Model::load($argv[1]);
+            echo "go\n";
+            while (true) {
+                $model->raw('Once upon a time', maxTokens: 48, options: ['cache_prompt' => false]);
+            }
+            PHP;
+        $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-r', $code, self::modelPath()];
+        $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        $this->assertIsResource($proc);
+        $this->assertSame("go\n", fgets($pipes[1]), 'the generator did not start');
+        $deadline = microtime(true) + 60;
+        while (self::heldSlots() === 0 && microtime(true) < $deadline) {
+            usleep(10000);
+        }
+        $this->assertSame(1, self::heldSlots(), 'the generator holds its slot');
+        proc_terminate($proc, 9);
+        while (proc_get_status($proc)['running']) {
+            usleep(10000);
+        }
+        fclose($pipes[1]);
+        fclose($pipes[2]);
+        proc_close($proc);
+        $this->assertSame(0, self::heldSlots(), 'the kernel released the killed process\'s slot');
+    }
+
+    public function testAFixedThreadCountDoesNotShare(): void
+    {
+        $seen = $this->watchGenerator(['n_threads' => 2], 2.0);
+        $this->assertSame(0, $seen['max_held'], 'a process with n_threads set takes no slot');
+    }
+}
