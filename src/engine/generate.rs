@@ -79,7 +79,7 @@ pub fn run(
             break FinishReason::Length;
         }
         if let Some(token) = pending.take() {
-            if let Some(claim) = claim.filter(|_| generated % RECOUNT_EVERY == 0) {
+            if let Some(claim) = claim.filter(|_| generated.is_multiple_of(RECOUNT_EVERY)) {
                 session.set_threads(claim.threads());
             }
             session.evaluate_token(token)?;
