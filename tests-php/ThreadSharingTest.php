@@ -96,19 +96,23 @@ final class ThreadSharingTest extends InferTestCase
         $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-r', $code, self::modelPath()];
         $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
         $this->assertIsResource($proc);
-        $this->assertSame("go\n", fgets($pipes[1]), 'the generator did not start');
-        $deadline = microtime(true) + 60;
-        while (self::heldSlots() === 0 && microtime(true) < $deadline) {
-            usleep(10000);
+        try {
+            $this->assertSame("go\n", fgets($pipes[1]), 'the generator did not start');
+            $deadline = microtime(true) + 60;
+            while (self::heldSlots() === 0 && microtime(true) < $deadline) {
+                usleep(10000);
+            }
+            $this->assertSame(1, self::heldSlots(), 'the generator holds its slot');
+        } finally {
+            // Killed on every path: the generator never stops by itself.
+            proc_terminate($proc, 9);
+            while (proc_get_status($proc)['running']) {
+                usleep(10000);
+            }
+            fclose($pipes[1]);
+            fclose($pipes[2]);
+            proc_close($proc);
         }
-        $this->assertSame(1, self::heldSlots(), 'the generator holds its slot');
-        proc_terminate($proc, 9);
-        while (proc_get_status($proc)['running']) {
-            usleep(10000);
-        }
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        proc_close($proc);
         $this->assertSame(0, self::heldSlots(), 'the kernel released the killed process\'s slot');
     }
 
