@@ -14,7 +14,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency
+.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints
 
 demo: build model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -47,7 +47,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -81,3 +81,8 @@ bench-memory: build model
 # at default settings, against one alone in the same run.
 bench-concurrency: build model
 	$(PHP_WITH_EXT) bench/concurrency.php $(INFER_MODEL) --workers 1,2,4,8
+
+# Issue 10: per-token cost of generating under realistic schemas against free
+# decoding of as many tokens from the same prompt.
+bench-constraints: build model
+	$(PHP_WITH_EXT) bench/constraint_cost.php $(INFER_MODEL)

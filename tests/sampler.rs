@@ -74,6 +74,7 @@ struct Run {
     /// How often the grammar refused the first pick, and how often the
     /// shortlist held nothing allowed either.
     refused: u32,
+    wide_shortlists: u32,
     full_masks: u32,
     /// The tokens sampled, the end-of-generation token included.
     tokens: Vec<LlamaToken>,
@@ -129,6 +130,7 @@ fn run(model: &Arc<LlamaModel>, gbnf: &str, params: &GenerateParams, seed: u64) 
     );
     Run {
         refused: sampler.refused,
+        wide_shortlists: sampler.wide_shortlists,
         full_masks: sampler.full_masks,
         tokens,
     }
@@ -144,20 +146,24 @@ const GRAMMARS: &[&str] = &[
 fn greedy_picks_the_best_allowed_token_on_every_path() {
     let probe = common::probe();
     let model = probe.model();
-    let (mut refused, mut full, mut steps) = (0, 0, 0);
+    let (mut refused, mut wide, mut full, mut steps) = (0, 0, 0, 0);
     for gbnf in GRAMMARS {
         for seed in 1..=6 {
             let r = run(model, gbnf, &GenerateParams::default(), seed);
             refused += r.refused;
+            wide += r.wide_shortlists;
             full += r.full_masks;
             steps += r.steps();
         }
     }
     assert!(steps > 100, "only {steps} steps ran");
-    // Every path ran: first pick refused, then the shortlist, then the full mask.
+    // Every path ran and picked (each pick checked against the full mask in
+    // `run`): the first pick refused and the shortlist's pick taken
+    // (refused > wide), the wide shortlist's pick taken (wide > full), and
+    // the full mask (full > 0).
     assert!(
-        refused > full && full > 0,
-        "refused {refused}, full masks {full}"
+        refused > wide && wide > full && full > 0,
+        "refused {refused}, wide shortlists {wide}, full masks {full}"
     );
 }
 
