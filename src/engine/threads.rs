@@ -30,14 +30,15 @@ pub const SLOTS: usize = 64;
 /// child must not share open file descriptions, and so locks, with its
 /// parent).
 struct Registry {
-    pid: u32,
     files: Vec<File>,
     /// Slots held by this process (a thread-safe PHP build may generate on
     /// several threads at once; `flock` cannot tell them apart).
     held: [bool; SLOTS],
 }
 
-static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
+/// This process's registry, once tried: the pid it was opened in, and the
+/// registry, or `None` where it cannot be had (not retried on every call).
+static REGISTRY: Mutex<Option<(u32, Option<Registry>)>> = Mutex::new(None);
 
 fn registry_dir() -> PathBuf {
     // SAFETY: getuid has no preconditions and cannot fail.
@@ -74,7 +75,6 @@ impl Registry {
             .collect::<Result<Vec<_>, _>>()
             .ok()?;
         Some(Self {
-            pid: std::process::id(),
             files,
             held: [false; SLOTS],
         })
@@ -127,16 +127,18 @@ impl Registry {
 /// forked child); `None` when no registry can be had.
 fn with_registry<T>(f: impl FnOnce(&mut Registry) -> Option<T>) -> Option<T> {
     let mut guard = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-    if guard.as_ref().is_some_and(|r| r.pid != std::process::id()) {
-        // Forked: the inherited descriptions (and any lock on them) are
-        // shared with the parent. Closing this process's copies leaves the
-        // parent's locks alone (only an explicit unlock would drop them).
-        *guard = None;
+    let pid = std::process::id();
+    if guard
+        .as_ref()
+        .is_none_or(|(opened_in, _)| *opened_in != pid)
+    {
+        // Not tried yet, or forked: the inherited descriptions (and any lock
+        // on them) are shared with the parent. Closing this process's copies
+        // leaves the parent's locks alone (only an explicit unlock would
+        // drop them).
+        *guard = Some((pid, Registry::open()));
     }
-    if guard.is_none() {
-        *guard = Registry::open();
-    }
-    f(guard.as_mut()?)
+    f(guard.as_mut()?.1.as_mut()?)
 }
 
 /// The threads slot `slot` gets when `occupied` slots generate on `cores`.
