@@ -33,7 +33,7 @@ use super::error::{InferenceError, InferenceResult};
 /// `tests::raw_pointer_is_the_wrappers_model` checks at run time that the
 /// pointer answers every query exactly as the wrapper does, so a change of
 /// layout fails the build or the tests before it can reach users.
-pub(crate) fn model_ptr(model: &LlamaModel) -> NonNull<sys::llama_model> {
+fn model_ptr(model: &LlamaModel) -> NonNull<sys::llama_model> {
     type Raw = NonNull<sys::llama_model>;
     const _: () = assert!(
         std::mem::size_of::<LlamaModel>() == std::mem::size_of::<Raw>()

@@ -20,7 +20,7 @@ impl<'a> Ctx<'a> {
         depth: usize,
     ) -> Result<Node, SchemaError> {
         self.step(ptr, depth)?;
-        if let Some(node) = negation_leaf(inner, ptr, self.empty_array_is_schema)? {
+        if let Some(node) = negation_leaf(inner, ptr, self.is_empty_map(inner))? {
             return Ok(node);
         }
         let unsupported = || {
@@ -98,11 +98,11 @@ impl<'a> Ctx<'a> {
 fn negation_leaf(
     inner: &Value,
     ptr: &str,
-    empty_array_is_schema: bool,
+    is_empty_map: bool,
 ) -> Result<Option<Node>, SchemaError> {
     let map = match inner {
         Value::Bool(b) => return Ok(Some(if *b { Node::Never } else { Node::Any })),
-        Value::Array(a) if empty_array_is_schema && a.is_empty() => return Ok(Some(Node::Never)),
+        Value::Array(_) if is_empty_map => return Ok(Some(Node::Never)),
         Value::Object(map) => map,
         other => {
             return Err(err(
