@@ -50,12 +50,16 @@ final class Model
      * Load a GGUF model.
      *
      * @param string $path path of a .gguf file; it must be within open_basedir when that is set
-     * @param array{n_gpu_layers?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int} $options
+     * @param array{n_gpu_layers?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool} $options
      *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0);
      *        use_mmap: map the weights instead of reading them (default true);
      *        use_mlock: lock the weights in RAM (default false);
      *        n_threads: threads for generation (int from 1 to 512); default: the machine's cores, shared with
-     *        the other processes generating at the same time (a fixed n_threads opts out of sharing).
+     *        the other processes generating at the same time (a fixed n_threads opts out of sharing);
+     *        persistent: keep the model (weights, context, prompt cache) in this process after the request, so
+     *        that a later load() of the same file (same device, inode, size and mtime) with the same options
+     *        returns it at once (default false). At most infer.max_persistent_models (php.ini, default 2) are
+     *        kept per process, the least recently used evicted.
      *        An unknown key or a value of the wrong type or range throws.
      * @throws ModelLoadException
      */
@@ -84,8 +88,13 @@ final class Model
 
     /**
      * Free the weights. Idempotent; any later call on the model throws InferenceException.
+     * A persistent model is also dropped from the process's table; another object of the same request
+     * that loaded the same model keeps working, and the memory goes when the last of them goes.
      */
     public function close(): void {}
+
+    /** Whether the model was loaded with 'persistent' => true (and not closed since). */
+    public function isPersistent(): bool {}
 
     /**
      * How many tokens $text encodes to, without BOS.
@@ -233,7 +242,12 @@ final class Response
     /** Whether reasoning() is a non-empty string. */
     public function hasReasoning(): bool {}
 
-    /** @return 'eos'|'length'|'stop' */
+    /**
+     * 'timeout': PHP's time limit (max_execution_time) ran out during the call, which then ends with PHP's
+     * fatal error; the model stays usable for the next request.
+     *
+     * @return 'eos'|'length'|'stop'|'timeout'
+     */
     public function finishReason(): string {}
 
     /** Tokens generated, the end-of-generation token excluded. */
@@ -241,6 +255,12 @@ final class Response
 
     /** Tokens of the rendered prompt. */
     public function promptTokens(): int {}
+
+    /**
+     * Prompt tokens taken from the model's cache instead of evaluated: the prefix this prompt shares with
+     * the model's previous call (0 with 'cache_prompt' => false, or on a fresh model).
+     */
+    public function cachedTokens(): int {}
 
     /**
      * The answer decoded as JSON, objects as PHP arrays (like json_decode($answer, true)).

@@ -24,6 +24,8 @@ pub enum FinishReason {
     Length,
     /// A stop string occurred.
     Stop,
+    /// The caller's interrupt (`GenerateParams::interrupt`) asked to stop.
+    Timeout,
 }
 
 impl FinishReason {
@@ -32,6 +34,7 @@ impl FinishReason {
             FinishReason::Eos => "eos",
             FinishReason::Length => "length",
             FinishReason::Stop => "stop",
+            FinishReason::Timeout => "timeout",
         }
     }
 }
@@ -77,6 +80,9 @@ pub fn run(
         let in_context = session.len() + usize::from(pending.is_some());
         if generated >= params.max_tokens || in_context >= n_ctx as usize {
             break FinishReason::Length;
+        }
+        if params.interrupt.is_some_and(|stop| stop()) {
+            break FinishReason::Timeout;
         }
         if let Some(token) = pending.take() {
             if let Some(claim) = claim.filter(|_| generated.is_multiple_of(RECOUNT_EVERY)) {

@@ -8,6 +8,7 @@ pub mod generate;
 pub mod model;
 pub mod output;
 pub mod params;
+pub mod persistent;
 pub mod probe;
 pub mod reasoning;
 pub mod sampler;

@@ -5,7 +5,7 @@ use super::error::LoadError;
 use crate::grammar::CheckedGbnf;
 
 /// How a model is loaded.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LoadParams {
     pub n_gpu_layers: u32,
     pub use_mmap: bool,
@@ -73,7 +73,7 @@ pub enum Constraint {
 }
 
 /// Everything one generation call needs besides the prompt.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct GenerateParams {
     pub max_tokens: u32,
     pub n_ctx: u32,
@@ -88,6 +88,9 @@ pub struct GenerateParams {
     /// Reuse the cached keys and values of the prefix this prompt shares with
     /// what the model's context holds from the previous call.
     pub cache_prompt: bool,
+    /// Asked after every token: true stops the generation (finish reason
+    /// `Timeout`), e.g. when the caller's time limit has run out.
+    pub interrupt: Option<fn() -> bool>,
 }
 
 impl Default for GenerateParams {
@@ -104,6 +107,7 @@ impl Default for GenerateParams {
             stop: Vec::new(),
             constraint: None,
             cache_prompt: true,
+            interrupt: None,
         }
     }
 }

@@ -9,27 +9,56 @@ mod message;
 mod model;
 mod options;
 mod paths;
+mod persistent;
 mod prompt;
 mod response;
+mod timeout;
 
 use ext_php_rs::prelude::*;
-use ext_php_rs::zend::ModuleEntry;
-use ext_php_rs::{info_table_end, info_table_row, info_table_start};
+use ext_php_rs::zend::{IniEntryDef, ModuleEntry};
+use ext_php_rs::{info_table_end, info_table_header, info_table_row, info_table_start};
 
-/// MINIT: the exception classes have no Rust object behind them, so they are
-/// registered by hand before the macro registers the classes below.
-extern "C" fn startup(_type: i32, _module_number: i32) -> i32 {
+extern "C" {
+    fn display_ini_entries(module: *mut ModuleEntry);
+}
+
+/// MINIT: the php.ini settings, then the exception classes, which have no
+/// Rust object behind them and so are registered by hand before the macro
+/// registers the classes below.
+extern "C" fn startup(_type: i32, module_number: i32) -> i32 {
+    IniEntryDef::register(persistent::INI.as_slice(), module_number);
     match exceptions::register() {
         Ok(()) => 0,
         Err(_) => -1,
     }
 }
 
-extern "C" fn info(_module: *mut ModuleEntry) {
+/// MSHUTDOWN: free the persistent models (their thread pools are joined).
+extern "C" fn shutdown(_type: i32, _module_number: i32) -> i32 {
+    persistent::clear();
+    0
+}
+
+/// `phpinfo()`: the version, the persistent models this process holds, and
+/// the php.ini settings.
+extern "C" fn info(module: *mut ModuleEntry) {
+    let (models, loads) = persistent::listing();
     info_table_start!();
     info_table_row!("infer support", "enabled");
     info_table_row!("version", env!("CARGO_PKG_VERSION"));
+    info_table_row!("persistent models held", models.len().to_string());
+    info_table_row!("persistent model loads", loads.to_string());
     info_table_end!();
+    if !models.is_empty() {
+        info_table_start!();
+        info_table_header!("persistent model", "loads answered");
+        for m in &models {
+            info_table_row!(m.path.display().to_string(), m.uses.to_string());
+        }
+        info_table_end!();
+    }
+    // SAFETY: `module` is this extension's entry, passed by PHP.
+    unsafe { display_ini_entries(module) };
 }
 
 #[php_module]
@@ -37,6 +66,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
     module
         .name("infer")
         .startup_function(startup)
+        .shutdown_function(shutdown)
         .info_function(info)
         .class::<message::Message>()
         .class::<prompt::Prompt>()

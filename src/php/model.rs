@@ -5,6 +5,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::rc::Rc;
 
 use ext_php_rs::binary::Binary;
 
@@ -14,8 +15,9 @@ use ext_php_rs::prelude::*;
 use super::convert::{self, OptionsArg};
 use super::errors::CallError;
 use super::exceptions::no_constructor;
-use super::options::{generate_params, load_params};
+use super::options::{generate_params, load_request};
 use super::paths::allowed_path;
+use super::persistent;
 use super::prompt::Prompt;
 use super::response::Response;
 use crate::engine;
@@ -26,13 +28,30 @@ use crate::engine;
 #[php(flags = ClassFlags::Final.union(ClassFlags::NotSerializable))]
 #[derive(Debug)]
 pub struct Model {
-    inner: Option<engine::Model>,
+    /// Shared with the process's table when the model is persistent.
+    inner: Option<Rc<engine::Model>>,
+    persistent: bool,
 }
 
 impl Model {
     fn open(&self) -> Result<&engine::Model, CallError> {
-        self.inner.as_ref().ok_or(CallError::Closed)
+        self.inner.as_deref().ok_or(CallError::Closed)
     }
+}
+
+/// The binding's generation parameters, plus what only PHP knows: whether
+/// the request's time limit has run out (then the generation stops, and PHP
+/// reports the timeout when the call returns).
+fn call_params(
+    max_tokens: i64,
+    n_ctx: i64,
+    temperature: f64,
+    seed: i64,
+    options: OptionsArg<'_>,
+) -> Result<engine::GenerateParams, CallError> {
+    let mut params = generate_params(max_tokens, n_ctx, temperature, seed, options)?;
+    params.interrupt = Some(super::timeout::timed_out);
+    Ok(params)
 }
 
 /// A string argument as text; `what` names it in the error.
@@ -49,16 +68,24 @@ impl Model {
 
     /// Load a GGUF model. Options: `n_gpu_layers` (int >= 0, default 0),
     /// `use_mmap` (bool, true), `use_mlock` (bool, false), `n_threads`
-    /// (int from 1 to 512, default: the machine's cores). The path obeys
-    /// `open_basedir`.
+    /// (int from 1 to 512, default: the machine's cores), `persistent`
+    /// (bool, false: keep the model in this process for later requests). The
+    /// path obeys `open_basedir`.
     #[php(defaults(options = OptionsArg::none()))]
     pub fn load(path: Binary<u8>, options: OptionsArg<'_>) -> PhpResult<Self> {
-        let params = load_params(options)?;
+        let request = load_request(options)?;
         // Bytes, not text: a path that is not UTF-8 gets its own error.
         let path: Vec<u8> = path.into();
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
-        let model = engine::Model::load(path, &params)?;
-        Ok(Self { inner: Some(model) })
+        let model = if request.persistent {
+            persistent::load(path, &request.params)?.0
+        } else {
+            Rc::new(engine::Model::load(path, &request.params)?)
+        };
+        Ok(Self {
+            inner: Some(model),
+            persistent: request.persistent,
+        })
     }
 
     /// Render `prompt` with the model's chat template and generate a reply.
@@ -73,7 +100,7 @@ impl Model {
         options: OptionsArg<'_>,
     ) -> PhpResult<Response> {
         let model = self.open()?;
-        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        let params = call_params(maxTokens, nCtx, temperature, seed, options)?;
         Ok(model.chat(&prompt.messages, &params)?.into())
     }
 
@@ -92,13 +119,24 @@ impl Model {
     ) -> PhpResult<String> {
         let model = self.open()?;
         let prompt = text(prompt, "prompt")?;
-        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        let params = call_params(maxTokens, nCtx, temperature, seed, options)?;
         Ok(model.raw(&prompt, addBos, &params)?.text)
     }
 
-    /// Free the weights. Idempotent; later calls throw.
+    /// Free the weights. Idempotent; later calls throw. A persistent model
+    /// is no longer kept by the process either; another object of this
+    /// request that loaded the same model keeps working until it goes.
     pub fn close(&mut self) {
-        self.inner = None;
+        if let Some(model) = self.inner.take() {
+            if self.persistent {
+                persistent::forget(&model);
+            }
+        }
+    }
+
+    /// Whether the model was loaded with `persistent` (and not closed since).
+    pub fn is_persistent(&self) -> bool {
+        self.persistent && self.inner.is_some()
     }
 
     /// How many tokens `text` encodes to (no BOS added).

@@ -24,7 +24,21 @@ pub fn schema_grammar(value: &Zval) -> Result<CheckedGbnf, String> {
 }
 
 /// The keys `Model::load()` accepts.
-pub const LOAD_KEYS: &[&str] = &["n_gpu_layers", "use_mmap", "use_mlock", "n_threads"];
+pub const LOAD_KEYS: &[&str] = &[
+    "n_gpu_layers",
+    "use_mmap",
+    "use_mlock",
+    "n_threads",
+    "persistent",
+];
+
+/// What `Model::load()` was asked for.
+#[derive(Debug)]
+pub struct LoadRequest {
+    pub params: LoadParams,
+    /// Keep the model in the process after the request (`persistent`).
+    pub persistent: bool,
+}
 
 /// The keys `chat()` and `raw()` accept.
 pub const GENERATE_KEYS: &[&str] = &[
@@ -93,8 +107,9 @@ impl From<Problem> for CallError {
 }
 
 /// Read `Model::load()` options.
-pub fn load_params(options: OptionsArg<'_>) -> Result<LoadParams, LoadCallError> {
+pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallError> {
     let mut params = LoadParams::default();
+    let mut persistent = false;
     for (key, value) in options.entries(|i| Problem::integer_key(i, LOAD_KEYS))? {
         match key.as_str() {
             "n_gpu_layers" => {
@@ -111,10 +126,11 @@ pub fn load_params(options: OptionsArg<'_>) -> Result<LoadParams, LoadCallError>
             }
             "use_mmap" => params.use_mmap = flag(&key, value)?,
             "use_mlock" => params.use_mlock = flag(&key, value)?,
+            "persistent" => persistent = flag(&key, value)?,
             _ => return Err(Problem::unknown(&key, LOAD_KEYS).into()),
         }
     }
-    Ok(params)
+    Ok(LoadRequest { params, persistent })
 }
 
 /// The positional arguments of `chat()` / `raw()`, checked, and then their

@@ -20,6 +20,7 @@ pub struct Response {
     finish_reason: &'static str,
     tokens_generated: u32,
     prompt_tokens: u32,
+    cached_tokens: u32,
 }
 
 impl From<Generation> for Response {
@@ -32,6 +33,7 @@ impl From<Generation> for Response {
             finish_reason: g.finish.as_str(),
             tokens_generated: g.tokens_generated,
             prompt_tokens: g.prompt_tokens,
+            cached_tokens: g.reused_tokens,
         }
     }
 }
@@ -63,7 +65,7 @@ impl Response {
         self.reasoning.as_deref().is_some_and(|r| !r.is_empty())
     }
 
-    /// `'eos'`, `'length'` or `'stop'`.
+    /// `'eos'`, `'length'`, `'stop'` or `'timeout'`.
     pub fn finish_reason(&self) -> &'static str {
         self.finish_reason
     }
@@ -76,6 +78,12 @@ impl Response {
     /// Tokens of the rendered prompt.
     pub fn prompt_tokens(&self) -> i64 {
         i64::from(self.prompt_tokens)
+    }
+
+    /// Prompt tokens taken from the model's cache instead of evaluated: the
+    /// prefix this prompt shares with the model's previous call.
+    pub fn cached_tokens(&self) -> i64 {
+        i64::from(self.cached_tokens)
     }
 
     /// The answer decoded as JSON (objects as PHP arrays).
