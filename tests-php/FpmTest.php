@@ -4,9 +4,9 @@ declare(strict_types=1);
 
 namespace Displace\Infer\Tests;
 
-use function Displace\Infer\Tests\Support\fcgi_get;
+use Displace\Infer\Tests\Support\Fpm;
 
-require_once __DIR__ . '/support/fcgi.php';
+require_once __DIR__ . '/support/Fpm.php';
 
 /**
  * Worker reuse under PHP-FPM: two workers (started by the test on a loopback
@@ -32,73 +32,12 @@ final class FpmTest extends InferTestCase
     ];
     private const QUESTIONS = ['What is two plus two?', 'Name a fruit.', 'Is the sea salty?', 'Say hi.'];
 
-    /** @var resource|null */
-    private $fpm = null;
-    private string $dir = '';
-
-    private static function fpmBinary(): ?string
-    {
-        foreach (array_merge(glob('/usr/sbin/php-fpm*') ?: [], glob('/usr/local/sbin/php-fpm*') ?: []) as $path) {
-            if (is_executable($path)) {
-                return $path;
-            }
-        }
-        return null;
-    }
+    private ?Fpm $fpm = null;
 
     protected function tearDown(): void
     {
-        if (is_resource($this->fpm)) {
-            proc_terminate($this->fpm, 15);
-            proc_close($this->fpm);
-        }
-        foreach (glob("{$this->dir}/*") ?: [] as $path) {
-            unlink($path);
-        }
-        if ($this->dir !== '') {
-            @rmdir($this->dir);
-        }
+        $this->fpm?->stop();
         parent::tearDown();
-    }
-
-    /** Start PHP-FPM with two static workers on a free loopback port; return the port. */
-    private function startFpm(string $binary): int
-    {
-        $this->dir = sys_get_temp_dir() . '/infer-fpm-' . getmypid();
-        @mkdir($this->dir);
-        $probe = stream_socket_server('tcp://127.0.0.1:0');
-        $port = (int) substr(strrchr(stream_socket_get_name($probe, false), ':'), 1);
-        fclose($probe);
-        $user = posix_getuid() === 0 ? "user = root\ngroup = root\n" : '';
-        file_put_contents("{$this->dir}/fpm.conf", <<<CONF
-            [global]
-            error_log = {$this->dir}/fpm.log
-            daemonize = no
-            [www]
-            {$user}listen = 127.0.0.1:$port
-            pm = static
-            pm.max_children = 2
-            pm.max_requests = 0
-            clear_env = no
-            catch_workers_output = yes
-            env[INFER_MODEL] = {$this->modelPath()}
-            CONF);
-        $extension = DefaultModel::extension();
-        $cmd = [$binary, '-n', '-d', "extension=$extension", '-d', 'memory_limit=512M', '-y', "{$this->dir}/fpm.conf", '-F'];
-        if (posix_getuid() === 0) {
-            $cmd[] = '-R';
-        }
-        $this->fpm = proc_open($cmd, [1 => ['file', "{$this->dir}/fpm.out", 'w'], 2 => ['file', "{$this->dir}/fpm.out", 'a']], $pipes);
-        $deadline = microtime(true) + 20;
-        while (microtime(true) < $deadline) {
-            $socket = @stream_socket_client("tcp://127.0.0.1:$port", $errno, $error, 0.2);
-            if ($socket !== false) {
-                fclose($socket);
-                return $port;
-            }
-            usleep(100000);
-        }
-        $this->fail('PHP-FPM did not start: ' . @file_get_contents("{$this->dir}/fpm.out") . @file_get_contents("{$this->dir}/fpm.log"));
     }
 
     /** The request plan: case and question for each request id. */
@@ -117,11 +56,8 @@ final class FpmTest extends InferTestCase
         // Missing tools fail the test: a skipped test would let CI pass without it.
         self::requireExtension('pcntl');
         self::requireExtension('posix');
-        $binary = self::fpmBinary();
-        if ($binary === null) {
-            $this->fail('php-fpm is not installed under /usr/sbin or /usr/local/sbin (make deps installs it)');
-        }
-        $port = $this->startFpm($binary);
+        $this->fpm = $fpm = new Fpm(2, self::modelPath());
+        $dir = $fpm->dir;
         $script = __DIR__ . '/support/fpm-worker.php';
         $plan = self::plan();
 
@@ -134,13 +70,13 @@ final class FpmTest extends InferTestCase
                 for ($i = $c; $i < self::REQUESTS; $i += self::CLIENTS) {
                     [$case, $q] = $plan[$i];
                     try {
-                        [$body, $stderr] = fcgi_get('127.0.0.1', $port, $script, ['case' => $case, 'id' => "r$i", 'q' => $q]);
+                        [$body, $stderr] = $fpm->get($script, ['case' => $case, 'id' => "r$i", 'q' => $q]);
                         $lines[] = json_encode(['i' => $i, 'body' => $body, 'stderr' => $stderr]);
                     } catch (\Throwable $e) {
                         $lines[] = json_encode(['i' => $i, 'body' => '', 'stderr' => 'client: ' . $e->getMessage()]);
                     }
                 }
-                file_put_contents("{$this->dir}/client-$c.jsonl", implode("\n", $lines));
+                file_put_contents("{$dir}/client-$c.jsonl", implode("\n", $lines));
                 posix_kill(posix_getpid(), SIGKILL);
             }
             $children[] = $pid;
@@ -150,7 +86,7 @@ final class FpmTest extends InferTestCase
         }
 
         $responses = [];
-        foreach (glob("{$this->dir}/client-*.jsonl") as $file) {
+        foreach (glob("{$dir}/client-*.jsonl") as $file) {
             foreach (explode("\n", (string) file_get_contents($file)) as $line) {
                 $r = json_decode($line, true);
                 $responses[$r['i']] = $r;
@@ -178,7 +114,7 @@ final class FpmTest extends InferTestCase
         }
         $this->assertCount(count(self::VALID) * count(self::QUESTIONS), $answers);
 
-        $log = (string) file_get_contents("{$this->dir}/fpm.log");
+        $log = $fpm->log();
         $this->assertStringNotContainsString('exited on signal', $log);
         $this->assertStringNotContainsString('exited with code', $log);
         $this->assertLessThanOrEqual(2, count($pids), 'a worker was replaced: ' . implode(', ', array_keys($pids)));
