@@ -14,7 +14,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints
+.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm
 
 demo: build model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -47,7 +47,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -86,3 +86,9 @@ bench-concurrency: build model
 # decoding of as many tokens from the same prompt.
 bench-constraints: build model
 	$(PHP_WITH_EXT) bench/constraint_cost.php $(INFER_MODEL)
+
+# Issue 10: an extraction endpoint under PHP-FPM (2 workers) with persistent
+# models against Model::load() per request and an in-process warm call, and
+# the workers' resident memory over 2,000 persistent requests.
+bench-fpm: build model
+	$(PHP_WITH_EXT) bench/fpm_endpoint.php $(INFER_MODEL) --requests 120 --memory-requests 2000

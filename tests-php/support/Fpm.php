@@ -19,6 +19,8 @@ final class Fpm
     private $process = null;
     public readonly string $dir;
     public readonly int $port;
+    /** The process that started the pool: a forked client must not stop it. */
+    private readonly int $owner;
 
     /**
      * @param array<string, string> $ini extra php.ini settings (-d)
@@ -29,6 +31,7 @@ final class Fpm
         if ($binary === null) {
             throw new \RuntimeException('php-fpm is not installed under /usr/sbin or /usr/local/sbin (make deps installs it)');
         }
+        $this->owner = getmypid();
         $this->dir = sys_get_temp_dir() . '/infer-fpm-' . getmypid() . '-' . bin2hex(random_bytes(4));
         mkdir($this->dir);
         $probe = stream_socket_server('tcp://127.0.0.1:0');
@@ -114,6 +117,9 @@ final class Fpm
 
     public function stop(): void
     {
+        if (getmypid() !== $this->owner) {
+            return;
+        }
         if (is_resource($this->process)) {
             proc_terminate($this->process, 15);
             proc_close($this->process);
