@@ -227,7 +227,8 @@ mod tests {
             variants.push(k);
         }
         for k in &variants {
-            let made = r.get_or_make::<Infallible>(k.clone(), Path::new("/m"), 16, || Ok(String::new()));
+            let made =
+                r.get_or_make::<Infallible>(k.clone(), Path::new("/m"), 16, || Ok(String::new()));
             assert!(matches!(made, Ok((_, false))), "{k:?} was found");
         }
         assert_eq!(r.len(), variants.len());
