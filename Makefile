@@ -14,7 +14,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm
+.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many
 
 demo: build model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -47,7 +47,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -92,3 +92,9 @@ bench-constraints: build model
 # the workers' resident memory over 2,000 persistent requests.
 bench-fpm: build model
 	$(PHP_WITH_EXT) bench/fpm_endpoint.php $(INFER_MODEL) --requests 120 --memory-requests 2000
+
+# chatMany() of 8 and 32 prompts (~64 prompt tokens, 48 generated) against
+# sequential chat() calls and llama.cpp's llama-batched-bench.
+bench-many: build model
+	bash bench/build-llama-tools.sh
+	$(PHP_WITH_EXT) bench/chat_many.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)

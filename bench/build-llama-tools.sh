@@ -15,7 +15,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/target/llama-tools"
 SDIST_VERSION=0.3.36
 
-if [ -x "$OUT/bin/llama-completion" ] && [ -x "$OUT/bin/llama-bench" ]; then
+if [ -x "$OUT/bin/llama-completion" ] && [ -x "$OUT/bin/llama-bench" ] && [ -x "$OUT/bin/llama-batched-bench" ]; then
     exit 0
 fi
 
@@ -36,18 +36,22 @@ SDIST="$WORK/llama_cpp_python-$SDIST_VERSION/vendor/llama.cpp"
 # The linked tree, with the two tools' sources laid over it.
 rm -rf "$WORK/llama.cpp"
 cp -r "$SYS" "$WORK/llama.cpp"
-for tool in completion llama-bench; do
+# llama-batched-bench (the baseline of bench/chat_many.php) is under tools/ in
+# recent trees and under examples/ in older ones.
+for tool in completion llama-bench batched-bench; do
+    src="$SDIST/tools/$tool"
+    [ -d "$src" ] || src="$SDIST/examples/$tool"
     rm -rf "$WORK/llama.cpp/tools/$tool"
-    cp -r "$SDIST/tools/$tool" "$WORK/llama.cpp/tools/$tool"
+    cp -r "$src" "$WORK/llama.cpp/tools/$tool"
 done
-# Only those two tools are configured.
-printf 'add_subdirectory(completion)\nadd_subdirectory(llama-bench)\n' > "$WORK/llama.cpp/tools/CMakeLists.txt"
+# Only those three tools are configured.
+printf 'add_subdirectory(completion)\nadd_subdirectory(llama-bench)\nadd_subdirectory(batched-bench)\n' > "$WORK/llama.cpp/tools/CMakeLists.txt"
 
 cmake -S "$WORK/llama.cpp" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
     -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON >/dev/null
-cmake --build "$WORK/build" --config Release -j "$(nproc)" --target llama-completion llama-bench
+cmake --build "$WORK/build" --config Release -j "$(nproc)" --target llama-completion llama-bench llama-batched-bench
 mkdir -p "$OUT/bin"
-cp "$WORK/build/bin/llama-completion" "$WORK/build/bin/llama-bench" "$OUT/bin/"
-echo "Built $OUT/bin/llama-completion and $OUT/bin/llama-bench"
+cp "$WORK/build/bin/llama-completion" "$WORK/build/bin/llama-bench" "$WORK/build/bin/llama-batched-bench" "$OUT/bin/"
+echo "Built llama-completion, llama-bench and llama-batched-bench in $OUT/bin"

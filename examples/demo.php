@@ -23,6 +23,10 @@ printf(
     $ms,
 );
 
+// Many prompts decoded together, one result per prompt, in order.
+$capitals = $model->chatMany(array_map(fn ($c) => Prompt::user("What is the capital of $c? One word."), ['Italy', 'Japan']), maxTokens: 8);
+echo "Many: ", implode(' | ', array_map(fn ($r) => trim($r->answer()), $capitals)), "\n";
+
 // Structured output: the JSON Schema makes the shape impossible to get wrong.
 $schema = ['type' => 'object', 'properties' => [
     'name' => ['type' => 'string'], 'age' => ['type' => 'integer'], 'city' => ['type' => 'string'],

@@ -87,6 +87,37 @@ final class Model
     public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}
 
     /**
+     * Generate replies to many prompts together: each prompt is a parallel sequence of one llama.cpp context, and
+     * every step decodes the next token of all of them in one batch. Each result is what chat() returns for that
+     * prompt alone (at temperature 0 identical, text, finish reason and counts included); the options (schema,
+     * grammar, stop, ...) apply to every prompt, each with its own sampler, grammar state and stop strings. Above
+     * temperature 0 every prompt is sampled with $seed, as chat() would sample it with that seed.
+     *
+     * @param list<Prompt> $prompts a list (keys 0, 1, 2, ... in order; pass array_values() of another array)
+     * @param int $nCtx the context of each prompt, as in chat(); the shared context is sized from it
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, parallel?: int} $options
+     *        the options of chat(), plus parallel: how many prompts are decoded at a time (int from 1 to 256,
+     *        default 32); when there are more prompts, a sequence that finishes takes the next prompt at once.
+     *        cache_prompt has no effect here.
+     * @return list<Response> in the order of $prompts
+     * @throws InferenceException for an empty list, an element that is not a Prompt, a prompt that does not fit
+     *         in $nCtx (naming its index), and every error of chat()
+     */
+    public function chatMany(array $prompts, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): array {}
+
+    /**
+     * Complete many plain-text prompts together, as chatMany() does for chat transcripts: each result is what
+     * raw() returns for that prompt alone.
+     *
+     * @param list<string> $prompts a list of strings (keys 0, 1, 2, ... in order)
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, parallel?: int} $options
+     *        as for chatMany()
+     * @return list<string> in the order of $prompts
+     * @throws InferenceException
+     */
+    public function rawMany(array $prompts, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): array {}
+
+    /**
      * Free the weights. Idempotent; any later call on the model throws InferenceException.
      * A persistent model is also dropped from the process's table; another object of the same request
      * that loaded the same model keeps working, and the memory goes when the last of them goes.

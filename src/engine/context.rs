@@ -23,6 +23,10 @@ use llama_cpp_sys_2 as sys;
 use super::backend::{clear_diagnostics, take_diagnostics};
 use super::error::{InferenceError, InferenceResult};
 
+/// Most sequences one context holds: llama.cpp's `LLAMA_MAX_SEQ`, beyond
+/// which it refuses to create the context.
+pub const MAX_SEQUENCES: u32 = 256;
+
 /// The raw `llama_model` behind llama-cpp-2's wrapper, which does not expose
 /// it (and offers no way to attach a thread pool to a context).
 ///
@@ -54,7 +58,11 @@ pub struct Context {
     batch: sys::llama_batch,
     batch_capacity: usize,
     n_vocab: usize,
+    /// Cells of each sequence.
     n_ctx: u32,
+    n_seq: u32,
+    /// As asked for in `new`, to compare with the shape a later call wants.
+    shape: Shape,
     /// Threads the next evaluation runs (at most the pool's size).
     threads: u32,
     max_threads: u32,
@@ -73,10 +81,48 @@ impl std::fmt::Debug for Context {
     }
 }
 
+/// Flash attention is off in every context this crate creates.
+///
+/// Why: `chatMany()` must return, for each prompt, exactly what `chat()`
+/// returns for it alone at temperature 0. With llama.cpp's default (AUTO,
+/// which turns it on for the CPU), the CPU flash-attention kernel reduces
+/// differently depending on how many query rows and cached cells one
+/// evaluation carries, so a prompt decoded next to others drifted from its
+/// sequential result once its cache grew past a few hundred tokens (see
+/// tests-php/ChatManyTest.php). Measured on SmolLM2-135M Q4_1, 8 chat
+/// prompts of 43 to 991 tokens: with AUTO, 3 of 8 chatMany() results
+/// differed from chat() (from a 67-token prompt on); with flash attention off
+/// all 8 were identical. Without it, every row of the attention is computed
+/// on its own (masked cells add exact zeros), so both paths agree bit for
+/// bit. Both the single-sequence context of `chat()` and the multi-sequence
+/// one of `chatMany()` must use the same setting. The price: `chat()` ran
+/// 3-9% fewer tokens/s in a quick A/B (2 busy cores, 64-token replies to
+/// prompts of 10 and 400 tokens).
+const FLASH_ATTN: sys::llama_flash_attn_type = sys::LLAMA_FLASH_ATTN_TYPE_DISABLED;
+
+/// The layout of a context: `n_seq` sequences of `n_ctx` cells each (every
+/// sequence in a KV stream of its own), evaluated in batches of at most
+/// `n_batch` tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub n_ctx: u32,
+    pub n_seq: u32,
+    pub n_batch: u32,
+}
+
+/// One token of a batch: which sequence, at which position, and whether its
+/// logits are wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchToken {
+    pub token: LlamaToken,
+    pub seq: u32,
+    pub pos: usize,
+    pub logits: bool,
+}
+
 impl Context {
-    /// A context of `n_ctx` tokens evaluating batches of up to `n_batch`
-    /// with a pool of `n_threads` threads. It keeps `model` alive for as long
-    /// as it lives.
+    /// A context of `shape` with a pool of `n_threads` threads. It keeps
+    /// `model` alive for as long as it lives.
     ///
     /// `poll` is how long idle workers spin before they sleep (ggml's 0 to
     /// 100; 0 sleeps at once). A pool whose thread count changes between
@@ -85,20 +131,34 @@ impl Context {
     pub fn new(
         model: &Arc<LlamaModel>,
         n_threads: u32,
-        n_ctx: u32,
-        n_batch: u32,
+        shape: Shape,
         poll: u32,
     ) -> InferenceResult<Self> {
-        let threads = i32::try_from(n_threads).unwrap_or(i32::MAX);
+        let Shape { n_ctx, n_seq, .. } = shape;
+        let total = n_ctx.saturating_mul(n_seq);
         let failed = |detail: String| InferenceError::ContextFailed { n_ctx, detail };
+        if n_seq == 0 || n_seq > MAX_SEQUENCES || total == u32::MAX {
+            return Err(failed(format!(
+                "{n_seq} sequences of {n_ctx} tokens (1 to {MAX_SEQUENCES} sequences, {} tokens in all)",
+                u32::MAX - 1
+            )));
+        }
+        // llama.cpp aborts the process when a batch cannot hold one token of
+        // every sequence: never ask for fewer.
+        let n_batch = shape.n_batch.max(n_seq).min(total.max(n_seq));
+        let threads = i32::try_from(n_threads).unwrap_or(i32::MAX);
         // SAFETY: plain constructors; every pointer is checked before use and
         // freed on each error path below.
         unsafe {
             let mut params = sys::llama_context_default_params();
-            params.n_ctx = n_ctx;
+            params.n_ctx = total;
             params.n_batch = n_batch;
             params.n_ubatch = n_batch;
-            params.n_seq_max = 1;
+            params.n_seq_max = n_seq;
+            // One KV stream per sequence: a sequence attends to its own cells
+            // only, exactly as it would alone in a context of `n_ctx`.
+            params.kv_unified = false;
+            params.flash_attn_type = FLASH_ATTN;
             params.n_threads = threads;
             params.n_threads_batch = threads;
             params.no_perf = true;
@@ -120,15 +180,16 @@ impl Context {
                 return Err(failed("could not start the thread pool".to_owned()));
             };
             sys::llama_attach_threadpool(ctx.as_ptr(), threadpool.as_ptr(), threadpool.as_ptr());
-            let capacity = n_batch.max(1);
-            let batch = sys::llama_batch_init(capacity as i32, 0, 1);
+            let batch = sys::llama_batch_init(n_batch as i32, 0, 1);
             Ok(Self {
                 ctx,
                 threadpool,
                 batch,
-                batch_capacity: capacity as usize,
+                batch_capacity: n_batch as usize,
                 n_vocab: model.n_vocab().max(0) as usize,
                 n_ctx,
+                n_seq,
+                shape,
                 threads: n_threads,
                 max_threads: n_threads,
                 pid: std::process::id(),
@@ -137,8 +198,19 @@ impl Context {
         }
     }
 
+    /// Cells of each sequence.
     pub fn n_ctx(&self) -> u32 {
         self.n_ctx
+    }
+
+    /// How many sequences the context holds.
+    pub fn n_seq(&self) -> u32 {
+        self.n_seq
+    }
+
+    /// The shape it was created with (its batch as llama.cpp took it).
+    pub fn shape(&self) -> Shape {
+        self.shape
     }
 
     /// Run the next evaluations on `n` threads of the pool (1 to its size).
@@ -172,35 +244,52 @@ impl Context {
         start: usize,
         logits_for_last: bool,
     ) -> InferenceResult<()> {
-        let out_of_range = || InferenceError::DecodeFailed {
-            detail: format!(
-                "{} tokens at position {start} do not fit a batch of {} in a context of {}",
-                tokens.len(),
-                self.batch_capacity,
-                self.n_ctx
-            ),
-        };
-        if tokens.is_empty()
-            || tokens.len() > self.batch_capacity
-            || start + tokens.len() > self.n_ctx as usize
-        {
-            return Err(out_of_range());
+        let last = tokens.len().saturating_sub(1);
+        self.decode_batch(tokens.iter().enumerate().map(|(i, &token)| BatchToken {
+            token,
+            seq: 0,
+            pos: start + i,
+            logits: logits_for_last && i == last,
+        }))
+    }
+
+    /// Evaluate one batch of tokens, each in its own sequence and position.
+    /// The logits of the `i`-th token (if it asked for them) are then
+    /// [`Context::logits`]`(i)`.
+    pub fn decode_batch(
+        &mut self,
+        tokens: impl ExactSizeIterator<Item = BatchToken>,
+    ) -> InferenceResult<()> {
+        let n = tokens.len();
+        if n == 0 || n > self.batch_capacity {
+            return Err(InferenceError::DecodeFailed {
+                detail: format!("{n} tokens do not fit a batch of {}", self.batch_capacity),
+            });
         }
-        // SAFETY: the batch was allocated for `batch_capacity` tokens with one
-        // sequence id each, and `tokens.len()` is within it.
-        let code = unsafe {
-            let b = &mut self.batch;
-            for (i, token) in tokens.iter().enumerate() {
-                *b.token.add(i) = token.0;
-                *b.pos.add(i) = (start + i) as i32;
-                *b.n_seq_id.add(i) = 1;
-                **b.seq_id.add(i) = 0;
-                *b.logits.add(i) = i8::from(logits_for_last && i + 1 == tokens.len());
+        let b = &mut self.batch;
+        for (i, t) in tokens.enumerate().take(n) {
+            if t.seq >= self.n_seq || t.pos >= self.n_ctx as usize {
+                return Err(InferenceError::DecodeFailed {
+                    detail: format!(
+                        "position {} of sequence {} is outside a context of {} sequences of {} tokens",
+                        t.pos, t.seq, self.n_seq, self.n_ctx
+                    ),
+                });
             }
-            b.n_tokens = tokens.len() as i32;
-            clear_diagnostics();
-            sys::llama_decode(self.ctx.as_ptr(), *b)
-        };
+            // SAFETY: the batch was allocated for `batch_capacity` tokens
+            // with one sequence id each, and `i < n <= batch_capacity`.
+            unsafe {
+                *b.token.add(i) = t.token.0;
+                *b.pos.add(i) = t.pos as i32;
+                *b.n_seq_id.add(i) = 1;
+                **b.seq_id.add(i) = t.seq as i32;
+                *b.logits.add(i) = i8::from(t.logits);
+            }
+        }
+        b.n_tokens = n as i32;
+        clear_diagnostics();
+        // SAFETY: a live context and a batch filled above.
+        let code = unsafe { sys::llama_decode(self.ctx.as_ptr(), *b) };
         if code != 0 {
             return Err(InferenceError::DecodeFailed {
                 detail: take_diagnostics()
@@ -213,18 +302,40 @@ impl Context {
     /// The logits of the last token of the last batch (which must have asked
     /// for them).
     pub fn last_logits(&self) -> InferenceResult<&[f32]> {
-        let last = self.batch.n_tokens - 1;
+        self.logits(self.batch.n_tokens.max(1) as usize - 1)
+    }
+
+    /// The logits of the `index`-th token of the last batch (which must have
+    /// asked for them).
+    pub fn logits(&self, index: usize) -> InferenceResult<&[f32]> {
+        let missing = || InferenceError::DecodeFailed {
+            detail: format!("no logits for token {index} of the batch"),
+        };
+        let i = i32::try_from(index).map_err(|_| missing())?;
+        if i >= self.batch.n_tokens {
+            return Err(missing());
+        }
         // SAFETY: llama.cpp returns null for an index without logits, else a
         // row of n_vocab floats that lives until the next decode, which needs
         // `&mut self`.
         unsafe {
-            let row = sys::llama_get_logits_ith(self.ctx.as_ptr(), last);
+            let row = sys::llama_get_logits_ith(self.ctx.as_ptr(), i);
             if row.is_null() {
-                return Err(InferenceError::DecodeFailed {
-                    detail: "no logits for the last token".to_owned(),
-                });
+                return Err(missing());
             }
             Ok(std::slice::from_raw_parts(row, self.n_vocab))
+        }
+    }
+
+    /// Empty the cells of sequence `seq`, for a new prompt.
+    pub fn forget_sequence(&mut self, seq: u32) -> bool {
+        let Ok(seq) = i32::try_from(seq) else {
+            return false;
+        };
+        // SAFETY: a live context; -1, -1 means every position.
+        unsafe {
+            let mem = sys::llama_get_memory(self.ctx.as_ptr());
+            sys::llama_memory_seq_rm(mem, seq, -1, -1)
         }
     }
 

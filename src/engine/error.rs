@@ -39,6 +39,13 @@ pub enum InferenceError {
     PromptTooLong { tokens: usize, n_ctx: u32 },
     #[error("prompt is empty: it encodes to no tokens")]
     EmptyPrompt,
+    #[error("prompts must not be empty")]
+    NoPrompts,
+    #[error("prompt {index}: {source}")]
+    InPrompt {
+        index: usize,
+        source: Box<InferenceError>,
+    },
     #[error("prompt has no messages")]
     NoMessages,
     #[error("message {index} ({role}) contains a NUL byte, which a chat template cannot carry")]
@@ -63,6 +70,19 @@ pub enum InferenceError {
         "the grammar allows no token at this point of the output (a rule that can never complete)"
     )]
     GrammarDeadEnd,
+}
+
+impl InferenceError {
+    /// This error, as the error of the `index`-th prompt of a call with many.
+    pub fn in_prompt(self, index: usize) -> Self {
+        match self {
+            already @ InferenceError::InPrompt { .. } => already,
+            other => InferenceError::InPrompt {
+                index,
+                source: Box::new(other),
+            },
+        }
+    }
 }
 
 pub type InferenceResult<T> = Result<T, InferenceError>;

@@ -51,6 +51,71 @@ pub struct Generation {
     pub reused_tokens: u32,
 }
 
+/// One sequence's side of a generation, shared by the single-sequence loop
+/// ([`run`]) and the multi-sequence one (`batch`): the limits checked before
+/// each token, and what becomes of each sampled token.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    output: Output<'a>,
+    generated: u32,
+    piece: Vec<u8>,
+}
+
+impl<'a> Progress<'a> {
+    pub fn new(params: &'a GenerateParams) -> Self {
+        Self {
+            output: Output::new(&params.stop),
+            generated: 0,
+            piece: Vec::with_capacity(32),
+        }
+    }
+
+    /// Why the generation must end before the next token is sampled, given
+    /// how many tokens its context holds (the prompt and every generated
+    /// token, the last one included even if not yet evaluated), if it must.
+    pub fn before_token(
+        &self,
+        in_context: usize,
+        n_ctx: u32,
+        params: &GenerateParams,
+    ) -> Option<FinishReason> {
+        if self.generated >= params.max_tokens || in_context >= n_ctx as usize {
+            return Some(FinishReason::Length);
+        }
+        if params.interrupt.is_some_and(|stop| stop()) {
+            return Some(FinishReason::Timeout);
+        }
+        None
+    }
+
+    /// Take the sampled `token`: why the generation ends with it, if it does.
+    pub fn push(&mut self, model: &LlamaModel, token: LlamaToken) -> Option<FinishReason> {
+        let vocab = model.vocab();
+        if vocab.is_eog(token) {
+            return Some(FinishReason::Eos);
+        }
+        self.generated += 1;
+        self.piece.clear();
+        vocab.token_to_piece_into(token, &mut self.piece, false, None);
+        self.output.push(&self.piece).then_some(FinishReason::Stop)
+    }
+
+    /// Tokens sampled so far, the end-of-generation token excluded.
+    pub fn generated(&self) -> u32 {
+        self.generated
+    }
+
+    pub fn finish(self, finish: FinishReason, prompt_tokens: usize, reused: usize) -> Generation {
+        Generation {
+            text: self.output.into_text(),
+            finish,
+            tokens_generated: self.generated,
+            prompt_tokens: prompt_tokens as u32,
+            reused_tokens: reused as u32,
+        }
+    }
+}
+
 /// Generate from `prompt` in `session`, whose cache is reused for the
 /// prefix it shares with the prompt when `params.cache_prompt` is set. On an
 /// error the session's cache may no longer match what it records, so the
@@ -69,47 +134,34 @@ pub fn run(
     }
     let reused = session.evaluate_prompt(prompt, params.cache_prompt)?;
 
-    let vocab = model.vocab();
-    let mut output = Output::new(&params.stop);
-    let mut generated: u32 = 0;
-    let mut piece = Vec::with_capacity(32);
+    let mut progress = Progress::new(params);
     // The context holds the prompt and every generated token but the last:
     // a sampled token is evaluated only when another one is to follow it.
     let mut pending: Option<LlamaToken> = None;
     let finish = loop {
         let in_context = session.len() + usize::from(pending.is_some());
-        if generated >= params.max_tokens || in_context >= n_ctx as usize {
-            break FinishReason::Length;
-        }
-        if params.interrupt.is_some_and(|stop| stop()) {
-            break FinishReason::Timeout;
+        if let Some(finish) = progress.before_token(in_context, n_ctx, params) {
+            break finish;
         }
         if let Some(token) = pending.take() {
-            if let Some(claim) = claim.filter(|_| generated.is_multiple_of(RECOUNT_EVERY)) {
+            if let Some(claim) = claim.filter(|_| recount_due(progress.generated())) {
                 session.set_threads(claim.threads());
             }
             session.evaluate_token(token)?;
         }
         let token = sampler.sample(session.logits()?)?;
-        if vocab.is_eog(token) {
-            break FinishReason::Eos;
-        }
-        generated += 1;
-        piece.clear();
-        vocab.token_to_piece_into(token, &mut piece, false, None);
-        if output.push(&piece) {
-            break FinishReason::Stop;
+        if let Some(finish) = progress.push(model, token) {
+            break finish;
         }
         pending = Some(token);
     };
+    Ok(progress.finish(finish, prompt.len(), reused))
+}
 
-    Ok(Generation {
-        text: output.into_text(),
-        finish,
-        tokens_generated: generated,
-        prompt_tokens: prompt.len() as u32,
-        reused_tokens: reused as u32,
-    })
+/// Whether the processes generating at the same time are due for a recount
+/// after `step` tokens.
+pub fn recount_due(step: u32) -> bool {
+    step.is_multiple_of(RECOUNT_EVERY)
 }
 
 /// The checks made before any evaluation: the context fits the model and the

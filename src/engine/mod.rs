@@ -1,6 +1,7 @@
 //! The generation engine: llama.cpp through llama-cpp-2. No PHP types here.
 
 pub mod backend;
+pub mod batch;
 pub mod chat;
 pub mod context;
 pub mod error;

@@ -12,7 +12,9 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::backend::{backend, clear_diagnostics, take_diagnostics};
+use super::batch;
 use super::chat::{self, Message};
+use super::context::Context;
 use super::error::{InferenceError, InferenceResult, LoadError};
 use super::generate::{self, Generation};
 use super::params::{Constraint, GenerateParams, LoadParams};
@@ -32,6 +34,10 @@ const GGUF_MAGIC: &[u8; 4] = b"GGUF";
 #[derive(Debug, Default)]
 struct Reusable {
     session: Option<Session>,
+    /// The multi-sequence context of the last `chat_many` / `raw_many`,
+    /// kept for the next call of the same shape (creating one costs a
+    /// graph reservation and the KV allocation).
+    many: Option<Context>,
     grammars: GrammarCache,
 }
 
@@ -133,6 +139,102 @@ impl Model {
         self.generate(&tokens, params)
     }
 
+    /// Render each transcript of `prompts` with the model's chat template and
+    /// generate their replies together, at most `parallel` at a time; the
+    /// results are in the order of `prompts`.
+    pub fn chat_many(
+        &self,
+        prompts: &[Vec<Message>],
+        params: &GenerateParams,
+        parallel: u32,
+    ) -> InferenceResult<Vec<Generation>> {
+        let tokens = prompts
+            .iter()
+            .enumerate()
+            .map(|(i, messages)| {
+                chat::render(self.model(), messages)
+                    .map(|rendered| self.tokenize(&rendered, true))
+                    .map_err(|e| e.in_prompt(i))
+            })
+            .collect::<InferenceResult<Vec<_>>>()?;
+        self.generate_many(&tokens, params, parallel)
+    }
+
+    /// Complete each of `prompts` as plain text, together (see
+    /// [`Model::chat_many`]).
+    pub fn raw_many(
+        &self,
+        prompts: &[String],
+        add_bos: bool,
+        params: &GenerateParams,
+        parallel: u32,
+    ) -> InferenceResult<Vec<Generation>> {
+        let tokens: Vec<_> = prompts.iter().map(|p| self.tokenize(p, add_bos)).collect();
+        self.generate_many(&tokens, params, parallel)
+    }
+
+    fn generate_many(
+        &self,
+        prompts: &[Vec<LlamaToken>],
+        params: &GenerateParams,
+        parallel: u32,
+    ) -> InferenceResult<Vec<Generation>> {
+        let model = &self.model;
+        if prompts.is_empty() {
+            return Err(InferenceError::NoPrompts);
+        }
+        for (i, prompt) in prompts.iter().enumerate() {
+            generate::check_fits(model, prompt, params.n_ctx).map_err(|e| e.in_prompt(i))?;
+        }
+        let mut reusable = self
+            .reusable
+            .try_borrow_mut()
+            .map_err(|_| InferenceError::Busy)?;
+        let Reusable { many, grammars, .. } = &mut *reusable;
+        let grammar = match &params.constraint {
+            None => None,
+            Some(Constraint::Grammar(gbnf)) => Some(grammars.get(model, gbnf)?),
+        };
+        let shape = batch::shape_for(prompts, params, parallel);
+        if many
+            .as_ref()
+            .is_some_and(|c| c.shape() != shape || !c.is_usable())
+        {
+            // Free the old cache before allocating the new one.
+            *many = None;
+        }
+        let ctx = match many {
+            Some(c) => c,
+            None => many.insert(Context::new(model, self.n_threads, shape, self.poll())?),
+        };
+        let claim = self.share_cores.then(|| Claim::take(self.n_threads));
+        if let Some(claim) = &claim {
+            ctx.set_threads(claim.threads());
+        }
+        let result = batch::run(
+            ctx,
+            model,
+            prompts,
+            params,
+            grammar.as_ref(),
+            claim.as_ref(),
+        );
+        if result.is_err() {
+            *many = None;
+        }
+        result
+    }
+
+    /// A pool whose thread count follows the other processes sleeps when
+    /// idle (see `Context::new`); a fixed one polls as llama.cpp's tools do.
+    fn poll(&self) -> u32 {
+        if self.share_cores {
+            0
+        } else {
+            FIXED_POLL
+        }
+    }
+
     fn generate(
         &self,
         prompt: &[LlamaToken],
@@ -143,7 +245,9 @@ impl Model {
             .reusable
             .try_borrow_mut()
             .map_err(|_| InferenceError::Busy)?;
-        let Reusable { session, grammars } = &mut *reusable;
+        let Reusable {
+            session, grammars, ..
+        } = &mut *reusable;
         generate::check_fits(model, prompt, params.n_ctx)?;
         let grammar = match &params.constraint {
             None => None,
@@ -157,12 +261,14 @@ impl Model {
             // Free the old cache before allocating the new one.
             *session = None;
         }
-        // A pool whose thread count follows the other processes sleeps when
-        // idle (see `Context::new`); a fixed one polls as llama.cpp's tools do.
-        let poll = if self.share_cores { 0 } else { FIXED_POLL };
         let current = match session {
             Some(s) => s,
-            None => session.insert(Session::new(model, self.n_threads, params.n_ctx, poll)?),
+            None => session.insert(Session::new(
+                model,
+                self.n_threads,
+                params.n_ctx,
+                self.poll(),
+            )?),
         };
         let claim = self.share_cores.then(|| Claim::take(self.n_threads));
         let result = generate::run(current, model, sampler, prompt, params, claim.as_ref());

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
-use super::context::Context;
+use super::context::{Context, Shape};
 use super::error::InferenceResult;
 
 /// Largest number of tokens evaluated in one llama.cpp batch.
-const MAX_BATCH: u32 = 512;
+pub const MAX_BATCH: u32 = 512;
 
 /// A context and what its KV cache holds (sequence 0, positions `0..len`).
 #[derive(Debug)]
@@ -31,7 +31,16 @@ impl Session {
         poll: u32,
     ) -> InferenceResult<Self> {
         Ok(Self {
-            ctx: Context::new(model, n_threads, n_ctx, n_ctx.min(MAX_BATCH), poll)?,
+            ctx: Context::new(
+                model,
+                n_threads,
+                Shape {
+                    n_ctx,
+                    n_seq: 1,
+                    n_batch: n_ctx.min(MAX_BATCH),
+                },
+                poll,
+            )?,
             cached: Vec::new(),
         })
     }

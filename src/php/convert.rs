@@ -75,6 +75,43 @@ pub fn describe(value: &Zval) -> String {
     }
 }
 
+/// What a value is, naming the class of an object: for a list element of
+/// the wrong kind.
+pub fn describe_kind(value: &Zval) -> String {
+    let value = value.dereference();
+    match value.object() {
+        Some(object) => match object.get_class_name() {
+            Ok(class) => format!("an object of class {class}"),
+            Err(_) => "an object".to_owned(),
+        },
+        None => describe(value),
+    }
+}
+
+/// The items of a PHP list (keys 0, 1, 2, … in order), or the position and
+/// key of the first entry that breaks the order.
+pub fn list_items(table: &ZendHashTable) -> Result<Vec<&Zval>, (usize, String)> {
+    let mut out = Vec::with_capacity(table.len());
+    for (i, (key, item)) in table.iter().enumerate() {
+        match key {
+            ArrayKey::Long(k) if k == i as i64 => out.push(item),
+            ArrayKey::Long(k) => return Err((i, k.to_string())),
+            other => return Err((i, format!("\"{other}\""))),
+        }
+    }
+    Ok(out)
+}
+
+/// The bytes of a string value.
+pub fn string_bytes(value: &Zval) -> Option<&[u8]> {
+    let value = value.dereference();
+    if value.is_string() {
+        value.zend_str().map(|s| s.as_bytes())
+    } else {
+        None
+    }
+}
+
 /// A float written as PHP writes it: `NAN`, `INF`, `-INF`, else the shortest
 /// decimal that reads back the same.
 pub fn php_float(f: f64) -> String {

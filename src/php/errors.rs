@@ -38,6 +38,25 @@ pub enum CallError {
     InvalidOption { key: String, expected: String },
     #[error("{0}")]
     InvalidConstraint(String),
+    #[error("{what} must be a list (keys 0, 1, 2, ... in order), but entry {position} has key {key}; pass array_values() of it to drop the keys")]
+    NotAList {
+        what: &'static str,
+        position: usize,
+        key: String,
+    },
+    #[error("{what}[{index}] must be {expected}, got {found}")]
+    WrongElement {
+        what: &'static str,
+        index: usize,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("{what}[{index}] is not valid UTF-8 (invalid byte at offset {offset})")]
+    ElementNotUtf8 {
+        what: &'static str,
+        index: usize,
+        offset: usize,
+    },
     #[error("{}", engine_message(.0))]
     Engine(#[from] InferenceError),
 }
@@ -54,6 +73,15 @@ fn engine_message(e: &InferenceError) -> String {
         InferenceError::ContextFailed { n_ctx, detail } => {
             format!("could not create a context of nCtx = {n_ctx}: {detail}")
         }
+        InferenceError::InPrompt { index, source } => match &**source {
+            InferenceError::PromptTooLong { tokens, n_ctx } => format!(
+                "prompt {index} is {tokens} tokens, which does not fit in nCtx = {n_ctx}; raise nCtx or shorten the prompt"
+            ),
+            InferenceError::EmptyPrompt => {
+                format!("prompt {index} is empty: it encodes to no tokens")
+            }
+            other => format!("prompt {index}: {}", engine_message(other)),
+        },
         InferenceError::NoChatTemplate => {
             "model has no chat template; use raw() with a prompt you format yourself".to_owned()
         }

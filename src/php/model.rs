@@ -8,14 +8,16 @@ use std::path::Path;
 use std::rc::Rc;
 
 use ext_php_rs::binary::Binary;
+use ext_php_rs::convert::FromZval;
 
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
+use ext_php_rs::types::{ZendHashTable, Zval};
 
 use super::convert::{self, OptionsArg};
 use super::errors::CallError;
 use super::exceptions::no_constructor;
-use super::options::{generate_params, load_request};
+use super::options::{generate_params, load_request, many_params};
 use super::paths::allowed_path;
 use super::persistent;
 use super::prompt::Prompt;
@@ -52,6 +54,49 @@ fn call_params(
     let mut params = generate_params(max_tokens, n_ctx, temperature, seed, options)?;
     params.interrupt = Some(super::timeout::timed_out);
     Ok(params)
+}
+
+/// The arguments of `chatMany()` / `rawMany()`, as `call_params` reads
+/// those of `chat()` / `raw()`, and the `parallel` option.
+fn many_call_params(
+    max_tokens: i64,
+    n_ctx: i64,
+    temperature: f64,
+    seed: i64,
+    options: OptionsArg<'_>,
+) -> Result<(engine::GenerateParams, u32), CallError> {
+    let (mut params, parallel) = many_params(max_tokens, n_ctx, temperature, seed, options)?;
+    params.interrupt = Some(super::timeout::timed_out);
+    Ok((params, parallel))
+}
+
+/// The items of the `prompts` list of `chatMany()` / `rawMany()`, each read
+/// by `read` (None: not what the method takes, `expected`).
+fn prompt_list<'a, T>(
+    prompts: &'a ZendHashTable,
+    expected: &'static str,
+    read: impl Fn(usize, &'a Zval) -> Option<Result<T, CallError>>,
+) -> Result<Vec<T>, CallError> {
+    let what = "prompts";
+    let items = convert::list_items(prompts).map_err(|(position, key)| CallError::NotAList {
+        what,
+        position,
+        key,
+    })?;
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            read(index, item).unwrap_or_else(|| {
+                Err(CallError::WrongElement {
+                    what,
+                    index,
+                    expected,
+                    found: convert::describe_kind(item),
+                })
+            })
+        })
+        .collect()
 }
 
 /// A string argument as text; `what` names it in the error.
@@ -121,6 +166,55 @@ impl Model {
         let prompt = text(prompt, "prompt")?;
         let params = call_params(maxTokens, nCtx, temperature, seed, options)?;
         Ok(model.raw(&prompt, addBos, &params)?.text)
+    }
+
+    /// Generate replies to many prompts together, as parallel sequences of
+    /// one context; the results are in the order of `prompts` (a list).
+    #[php(defaults(maxTokens = 128, nCtx = 2048, temperature = 0.0, seed = 1234, options = OptionsArg::none()))]
+    pub fn chat_many(
+        &self,
+        prompts: &ZendHashTable,
+        maxTokens: i64,
+        nCtx: i64,
+        temperature: f64,
+        seed: i64,
+        options: OptionsArg<'_>,
+    ) -> PhpResult<Vec<Response>> {
+        let model = self.open()?;
+        let transcripts = prompt_list(prompts, "a Displace\\Infer\\Prompt", |_, item| {
+            <&Prompt>::from_zval(item.dereference()).map(|p| Ok(p.messages.clone()))
+        })?;
+        let (params, parallel) = many_call_params(maxTokens, nCtx, temperature, seed, options)?;
+        let generations = model.chat_many(&transcripts, &params, parallel)?;
+        Ok(generations.into_iter().map(Response::from).collect())
+    }
+
+    /// Complete many plain-text prompts together (see `chatMany()`).
+    #[php(defaults(maxTokens = 128, nCtx = 2048, temperature = 0.0, seed = 1234, addBos = true, options = OptionsArg::none()))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn raw_many(
+        &self,
+        prompts: &ZendHashTable,
+        maxTokens: i64,
+        nCtx: i64,
+        temperature: f64,
+        seed: i64,
+        addBos: bool,
+        options: OptionsArg<'_>,
+    ) -> PhpResult<Vec<String>> {
+        let model = self.open()?;
+        let texts = prompt_list(prompts, "a string", |index, item| {
+            convert::string_bytes(item).map(|bytes| {
+                convert::utf8(bytes.to_vec()).map_err(|offset| CallError::ElementNotUtf8 {
+                    what: "prompts",
+                    index,
+                    offset,
+                })
+            })
+        })?;
+        let (params, parallel) = many_call_params(maxTokens, nCtx, temperature, seed, options)?;
+        let generations = model.raw_many(&texts, addBos, &params, parallel)?;
+        Ok(generations.into_iter().map(|g| g.text).collect())
     }
 
     /// Free the weights. Idempotent; later calls throw. A persistent model

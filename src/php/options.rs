@@ -5,6 +5,7 @@ use ext_php_rs::types::Zval;
 
 use super::convert::{self, describe, php_float, OptionsArg};
 use super::errors::{CallError, LoadCallError};
+use crate::engine::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
 use crate::engine::params::{seed_from, Constraint, MAX_THREADS};
 use crate::engine::{GenerateParams, LoadParams};
 use crate::grammar::CheckedGbnf;
@@ -50,6 +51,20 @@ pub const GENERATE_KEYS: &[&str] = &[
     "min_p",
     "repeat_penalty",
     "cache_prompt",
+];
+
+/// The keys `chatMany()` and `rawMany()` accept: those of `chat()` and
+/// `raw()`, plus how many prompts to decode at a time.
+pub const MANY_KEYS: &[&str] = &[
+    "schema",
+    "grammar",
+    "stop",
+    "top_k",
+    "top_p",
+    "min_p",
+    "repeat_penalty",
+    "cache_prompt",
+    "parallel",
 ];
 
 /// A problem with one option, before it is turned into the caller's error type.
@@ -156,8 +171,33 @@ pub fn generate_params(
         seed: seed_from(seed),
         ..GenerateParams::default()
     };
-    apply_generate_options(options, &mut params)?;
+    let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
+    apply_generate_options(entries, GENERATE_KEYS, &mut params)?;
     Ok(params)
+}
+
+/// The arguments of `chatMany()` / `rawMany()`: those of `chat()` / `raw()`
+/// and the `parallel` option (how many prompts to decode at a time).
+pub fn many_params(
+    max_tokens: i64,
+    n_ctx: i64,
+    temperature: f64,
+    seed: i64,
+    options: OptionsArg<'_>,
+) -> Result<(GenerateParams, u32), CallError> {
+    let mut params = generate_params(max_tokens, n_ctx, temperature, seed, OptionsArg::none())?;
+    let mut parallel = DEFAULT_PARALLEL;
+    let mut entries = options.entries(|i| Problem::integer_key(i, MANY_KEYS))?;
+    if let Some(at) = entries.iter().position(|(k, _)| k == "parallel") {
+        let (key, value) = entries.remove(at);
+        let what = format!("an int between 1 and {MAX_PARALLEL}");
+        parallel = convert::int(value)
+            .filter(|n| (1..=i64::from(MAX_PARALLEL)).contains(n))
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| Problem::wrong(&key, &what, value))?;
+    }
+    apply_generate_options(entries, MANY_KEYS, &mut params)?;
+    Ok((params, parallel))
 }
 
 /// A count that must be at least 1. Anything above u32 cannot fit any
@@ -174,12 +214,13 @@ fn positive_u32(name: &'static str, value: i64) -> Result<u32, CallError> {
     Ok(u32::try_from(value).unwrap_or(u32::MAX))
 }
 
-/// Read `chat()` / `raw()` options into `params`.
+/// Read `chat()` / `raw()` options into `params`; `known` lists the keys of
+/// the method, for the error on an unknown one.
 fn apply_generate_options(
-    options: OptionsArg<'_>,
+    entries: Vec<(String, &Zval)>,
+    known: &[&str],
     params: &mut GenerateParams,
 ) -> Result<(), CallError> {
-    let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
     if entries.iter().any(|(k, _)| k == "schema") && entries.iter().any(|(k, _)| k == "grammar") {
         return Err(CallError::InvalidConstraint(
             "options \"schema\" and \"grammar\" are mutually exclusive: pass one of them"
@@ -218,7 +259,7 @@ fn apply_generate_options(
                 params.repeat_penalty = v as f32;
             }
             "cache_prompt" => params.cache_prompt = flag(&key, value)?,
-            _ => return Err(Problem::unknown(&key, GENERATE_KEYS).into()),
+            _ => return Err(Problem::unknown(&key, known).into()),
         }
     }
     Ok(())

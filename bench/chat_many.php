@@ -1,0 +1,119 @@
+<?php
+// chatMany() against sequential chat() calls over the same prompts, and
+// against llama.cpp's llama-batched-bench (-npp 64 -ntg 48 -npl 8,32).
+//
+// Usage: php -d extension=... bench/chat_many.php MODEL [TOOLS_BIN] [THREADS]
+//
+// Each prompt is about 64 tokens once the chat template is applied and asks
+// for a long list, so that every run generates its 48 tokens (the generated
+// counts are printed; throughput is computed from the actual counts).
+// Total tokens/s = (prompt + generated tokens) / wall time, as
+// llama-batched-bench's S t/s; generation tokens/s = generated / wall time.
+
+declare(strict_types=1);
+
+use Displace\Infer\Model;
+use Displace\Infer\Prompt;
+
+[$self, $modelPath] = $argv + [1 => null];
+$tools = $argv[2] ?? __DIR__ . '/../target/llama-tools/bin';
+$threads = (int) ($argv[3] ?? trim((string) shell_exec('nproc')));
+if ($modelPath === null) {
+    fwrite(STDERR, "usage: php bench/chat_many.php MODEL [TOOLS_BIN] [THREADS]\n");
+    exit(2);
+}
+const PROMPT_TOKENS = 64;
+const GEN_TOKENS = 48;
+// Numbers and commas: what the prompts ask for, and no end-of-generation
+// token in the middle of a number, so that runs do not stop short of 48.
+const LIST_GRAMMAR = "root ::= item+\nitem ::= [0-9]+ \", \"";
+
+$model = Model::load($modelPath, ['n_threads' => $threads]);
+
+/** @return list<Prompt> */
+function prompts(Model $model, int $n): array
+{
+    $make = fn (int $i, int $pad) => Prompt::system('You write long lists.' . str_repeat(' Be exact.', $pad))
+        ->withUser("Record $i. List the numbers from $i to " . ($i + 500) . ', separated by commas, and nothing else.');
+    // Pad the system message until the rendered prompt is ~64 tokens.
+    $pad = 0;
+    while ($model->chat($make(0, $pad), 1)->promptTokens() < PROMPT_TOKENS) {
+        $pad++;
+    }
+    return array_map(fn (int $i) => $make($i, $pad), range(0, $n - 1));
+}
+
+/** @param list<\Displace\Infer\Response> $responses */
+function tally(array $responses): array
+{
+    $prompt = array_sum(array_map(fn ($r) => $r->promptTokens(), $responses));
+    $gen = array_sum(array_map(fn ($r) => $r->tokensGenerated(), $responses));
+    return [$prompt, $gen, min(array_map(fn ($r) => $r->tokensGenerated(), $responses))];
+}
+
+/** llama-batched-bench's total S t/s per batch size, best of flash attention on and off. */
+function batchedBench(string $tools, string $modelPath, int $threads): array
+{
+    $bin = "$tools/llama-batched-bench";
+    if (!is_executable($bin)) {
+        fwrite(STDERR, "no $bin (run bench/build-llama-tools.sh): skipping the llama.cpp comparison\n");
+        return [];
+    }
+    $best = [];
+    foreach (['on', 'off'] as $fa) {
+        // Non-unified KV (the default; -kvu would unify it), one stream per
+        // sequence as chatMany() uses; default batch 2048, ubatch 512.
+        $cmd = sprintf(
+            '%s -m %s -t %d -tb %d -c 4096 -b 2048 -ub 512 -fa %s -npp %d -ntg %d -npl 8,32 2>/dev/null',
+            escapeshellarg($bin), escapeshellarg($modelPath), $threads, $threads, $fa, PROMPT_TOKENS, GEN_TOKENS,
+        );
+        foreach (explode("\n", (string) shell_exec($cmd)) as $line) {
+            $cells = array_map('trim', explode('|', trim($line, " |\n")));
+            // | PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s | T s | S t/s |
+            if (count($cells) === 10 && is_numeric($cells[0]) && is_numeric($cells[9])) {
+                $b = (int) $cells[2];
+                $best[$b] = max($best[$b] ?? 0.0, (float) $cells[9]);
+            }
+        }
+    }
+    return $best;
+}
+
+$reference = batchedBench($tools, $modelPath, $threads);
+printf("model %s, %d threads\n", basename($modelPath), $threads);
+foreach ([8, 32] as $n) {
+    $prompts = prompts($model, $n);
+    $options = ['parallel' => $n, 'grammar' => LIST_GRAMMAR];
+    $model->chatMany(array_slice($prompts, 0, 1), 1, 512, options: $options); // warm up
+    $t = microtime(true);
+    $many = $model->chatMany($prompts, GEN_TOKENS, 512, options: $options);
+    $tMany = microtime(true) - $t;
+    [$pMany, $gMany, $minMany] = tally($many);
+
+    $t = microtime(true);
+    $seq = [];
+    foreach ($prompts as $p) {
+        $seq[] = $model->chat($p, GEN_TOKENS, 512, options: ['cache_prompt' => false, 'grammar' => LIST_GRAMMAR]);
+    }
+    $tSeq = microtime(true) - $t;
+    [$pSeq, $gSeq] = tally($seq);
+
+    $totalMany = ($pMany + $gMany) / $tMany;
+    $totalSeq = ($pSeq + $gSeq) / $tSeq;
+    printf(
+        "%2d prompts (%d prompt + %d generated tokens, fewest generated %d)\n"
+        . "   chatMany  %6.2fs  total %7.1f t/s  generation %7.1f t/s\n"
+        . "   chat() x%-2d %6.2fs  total %7.1f t/s  generation %7.1f t/s\n"
+        . "   chatMany / sequential: %.2fx\n",
+        $n, $pMany, $gMany, $minMany,
+        $tMany, $totalMany, $gMany / $tMany,
+        $n, $tSeq, $totalSeq, $gSeq / $tSeq,
+        $totalMany / $totalSeq,
+    );
+    if ($minMany < GEN_TOKENS) {
+        printf("   note: a prompt generated only %d tokens (goal %d)\n", $minMany, GEN_TOKENS);
+    }
+    if (isset($reference[$n])) {
+        printf("   llama-batched-bench B=%d: %.1f t/s; chatMany is %.3fx of it (goal >= 0.95x)\n", $n, $reference[$n], $totalMany / $reference[$n]);
+    }
+}

@@ -1,0 +1,255 @@
+//! Many prompts generated together: each prompt is a sequence of one
+//! llama.cpp context (its own KV stream), and every step evaluates one batch
+//! carrying the next token of every active sequence. Each sequence has its
+//! own sampler, grammar state, stop strings and finish reason, and yields
+//! what [`super::generate::run`] yields for its prompt alone (the per-token
+//! rules live in [`Progress`], shared by both loops).
+//!
+//! When there are more prompts than sequences, a sequence whose generation
+//! ends is refilled at once with the next prompt, in the same batch as the
+//! tokens of the others (continuous batching).
+
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
+
+use super::context::{BatchToken, Context, Shape, MAX_SEQUENCES};
+use super::error::{InferenceError, InferenceResult};
+use super::generate::{recount_due, FinishReason, Generation, Progress};
+use super::params::GenerateParams;
+use super::sampler::{GrammarSampler, Sampler};
+use super::session::MAX_BATCH;
+use super::threads::Claim;
+
+/// Sequences decoded together when the caller does not say: enough to keep
+/// the cores busy on a CPU, few enough that the KV cache of prompts of a few
+/// hundred tokens each stays within tens of megabytes on a small model.
+pub const DEFAULT_PARALLEL: u32 = 32;
+
+/// The most sequences a caller may ask for (llama.cpp's limit).
+pub const MAX_PARALLEL: u32 = MAX_SEQUENCES;
+
+/// Per-sequence cells are allocated in steps of this many tokens (llama.cpp
+/// pads to it anyway), so that calls of similar sizes share a shape and can
+/// reuse one context.
+const CELL_STEP: u64 = 256;
+
+/// The context `prompts` need: one sequence per prompt up to `parallel`, and
+/// per sequence the cells its longest prompt and `max_tokens` can fill (never
+/// more than `n_ctx`, the caller's per-prompt context).
+pub fn shape_for(prompts: &[Vec<LlamaToken>], params: &GenerateParams, parallel: u32) -> Shape {
+    let n_seq = prompts
+        .len()
+        .clamp(1, parallel.clamp(1, MAX_PARALLEL) as usize) as u32;
+    let longest = prompts.iter().map(Vec::len).max().unwrap_or(1) as u64;
+    let wanted = (longest + u64::from(params.max_tokens)).div_ceil(CELL_STEP) * CELL_STEP;
+    let n_ctx = wanted.min(u64::from(params.n_ctx)) as u32;
+    Shape {
+        n_ctx,
+        n_seq,
+        n_batch: MAX_BATCH.max(n_seq),
+    }
+}
+
+/// One prompt being generated in one sequence of the context.
+struct Slot<'a> {
+    index: usize,
+    prompt: &'a [LlamaToken],
+    sampler: Sampler,
+    progress: Progress<'a>,
+    /// Tokens of the sequence in the cache: the next position.
+    len: usize,
+    /// The sampled token not yet evaluated (evaluated only when another is
+    /// to follow it, as in the single-sequence loop).
+    pending: Option<LlamaToken>,
+    /// Where its logits are in the batch just decoded, if it asked for any.
+    row: Option<usize>,
+}
+
+impl Slot<'_> {
+    /// Why the generation ends before its next token, if it does. A slot in
+    /// the middle of its prompt goes on.
+    fn before_token(&self, n_ctx: u32, params: &GenerateParams) -> Option<FinishReason> {
+        let ready = self.pending.is_some() || self.len == 0;
+        let in_context = if self.len == 0 {
+            self.prompt.len()
+        } else {
+            self.len + usize::from(self.pending.is_some())
+        };
+        ready
+            .then(|| self.progress.before_token(in_context, n_ctx, params))
+            .flatten()
+    }
+
+    /// Append this slot's tokens for the next decode to `batch`: its pending
+    /// token, or up to `budget` tokens of its prompt. Returns how many.
+    fn feed(&mut self, seq: u32, batch: &mut Vec<BatchToken>, budget: usize) -> usize {
+        let start = batch.len();
+        if let Some(token) = self.pending.take() {
+            batch.push(BatchToken {
+                token,
+                seq,
+                pos: self.len,
+                logits: true,
+            });
+        } else {
+            let end = self.prompt.len().min(self.len + budget);
+            batch.extend(
+                self.prompt[self.len..end]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &token)| BatchToken {
+                        token,
+                        seq,
+                        pos: self.len + i,
+                        logits: self.len + i + 1 == self.prompt.len(),
+                    }),
+            );
+        }
+        let fed = batch.len() - start;
+        self.len += fed;
+        self.row = batch.last().filter(|t| t.logits).map(|_| batch.len() - 1);
+        fed
+    }
+}
+
+/// Generate from every prompt of `prompts` in `ctx`, `ctx.n_seq()` at a
+/// time; the results are in the order of `prompts`. Each prompt gets a fresh
+/// sampler (the same parameters and seed, and a copy of `grammar`). On an
+/// error the context's cache is in no known state; the next call clears
+/// each sequence before using it anyway.
+pub fn run(
+    ctx: &mut Context,
+    model: &LlamaModel,
+    prompts: &[Vec<LlamaToken>],
+    params: &GenerateParams,
+    grammar: Option<&GrammarSampler>,
+    claim: Option<&Claim>,
+) -> InferenceResult<Vec<Generation>> {
+    let n_ctx = params.n_ctx;
+    let mut results: Vec<Option<Generation>> = vec![None; prompts.len()];
+    let mut queue = prompts.iter().enumerate();
+    let mut slots: Vec<Option<Slot<'_>>> = (0..ctx.n_seq()).map(|_| None).collect();
+    let mut batch = Vec::with_capacity(ctx.batch_capacity());
+    let mut step: u32 = 0;
+    loop {
+        // Start a prompt in every free sequence, and end the generations
+        // whose limits are reached (freeing their sequence for the next).
+        for (seq, place) in slots.iter_mut().enumerate() {
+            loop {
+                if place.is_none() {
+                    let Some((index, prompt)) = queue.next() else {
+                        break;
+                    };
+                    ctx.forget_sequence(seq as u32);
+                    *place = Some(Slot {
+                        index,
+                        prompt,
+                        sampler: Sampler::new(model, params, grammar.cloned()),
+                        progress: Progress::new(params),
+                        len: 0,
+                        pending: None,
+                        row: None,
+                    });
+                }
+                let Some(finish) = place.as_ref().and_then(|s| s.before_token(n_ctx, params))
+                else {
+                    break;
+                };
+                if let Some(slot) = place.take() {
+                    results[slot.index] = Some(slot.progress.finish(finish, slot.prompt.len(), 0));
+                }
+            }
+        }
+
+        // One batch: the pending token of every generating sequence first
+        // in the budget, then as much of the prompts being read as fits.
+        batch.clear();
+        let generating = slots
+            .iter()
+            .flatten()
+            .filter(|s| s.pending.is_some())
+            .count();
+        let mut budget = ctx.batch_capacity().saturating_sub(generating);
+        for (seq, slot) in slots.iter_mut().enumerate() {
+            if let Some(slot) = slot {
+                let reading = slot.pending.is_none();
+                let fed = slot.feed(seq as u32, &mut batch, budget);
+                if reading {
+                    budget -= fed;
+                }
+            }
+        }
+        if batch.is_empty() {
+            break;
+        }
+        if let Some(claim) = claim.filter(|_| recount_due(step)) {
+            ctx.set_threads(claim.threads());
+        }
+        step = step.wrapping_add(1);
+        ctx.decode_batch(batch.iter().copied())?;
+
+        for place in &mut slots {
+            let Some(slot) = place else { continue };
+            let Some(row) = slot.row.take() else { continue };
+            let in_prompt = |e: InferenceError| e.in_prompt(slot.index);
+            let token = slot
+                .sampler
+                .sample(ctx.logits(row).map_err(in_prompt)?)
+                .map_err(in_prompt)?;
+            match slot.progress.push(model, token) {
+                None => slot.pending = Some(token),
+                Some(finish) => {
+                    if let Some(slot) = place.take() {
+                        results[slot.index] =
+                            Some(slot.progress.finish(finish, slot.prompt.len(), 0));
+                    }
+                }
+            }
+        }
+    }
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(index, g)| {
+            g.ok_or_else(|| InferenceError::DecodeFailed {
+                detail: format!("prompt {index} was left unfinished"),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompts(lens: &[usize]) -> Vec<Vec<LlamaToken>> {
+        lens.iter().map(|&n| vec![LlamaToken(1); n]).collect()
+    }
+
+    #[test]
+    fn shape_holds_the_longest_prompt_and_its_tokens_within_n_ctx() {
+        let params = GenerateParams {
+            max_tokens: 48,
+            n_ctx: 2048,
+            ..GenerateParams::default()
+        };
+        let shape = shape_for(&prompts(&[10, 300, 64]), &params, 32);
+        assert_eq!((shape.n_seq, shape.n_ctx), (3, 512));
+        let long = GenerateParams {
+            max_tokens: 4096,
+            ..params
+        };
+        assert_eq!(shape_for(&prompts(&[10]), &long, 32).n_ctx, 2048);
+    }
+
+    #[test]
+    fn shape_caps_sequences_at_parallel_and_batch_holds_them_all() {
+        let params = GenerateParams::default();
+        let many = prompts(&vec![1; 10_000]);
+        assert_eq!(shape_for(&many, &params, 32).n_seq, 32);
+        let wide = shape_for(&many, &params, 10_000);
+        assert_eq!(wide.n_seq, MAX_PARALLEL);
+        assert!(wide.n_batch >= wide.n_seq);
+        assert_eq!(shape_for(&many, &params, 0).n_seq, 1);
+    }
+}
