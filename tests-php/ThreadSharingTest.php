@@ -121,4 +121,28 @@ final class ThreadSharingTest extends InferTestCase
         $seen = $this->watchGenerator(['n_threads' => 2], 2.0);
         $this->assertSame(0, $seen['max_held'], 'a process with n_threads set takes no slot');
     }
+
+    /**
+     * The thread count of a call changes with the load on the machine (the
+     * sharing above), so it must never change a greedy output. It would with
+     * llama.cpp's CPU flash-attention kernel, whose reduction order depends on
+     * the thread count once the context is long: this prompt of ~900 tokens
+     * gave a different output on 1 and 2 threads with it on.
+     */
+    public function testGreedyOutputDoesNotDependOnTheThreadCount(): void
+    {
+        $note = str_repeat('The library opens at nine and closes at five. Books can be renewed online or at the desk. ', 20);
+        $outputs = [];
+        foreach ([1, 2, 3] as $threads) {
+            $model = \Displace\Infer\Model::load(self::modelPath(), ['n_threads' => $threads]);
+            foreach ([300, 900] as $chars) {
+                $prompt = substr($note, 0, $chars * 4) . "\nSummary:";
+                $outputs[$chars][$threads] = $model->raw($prompt, maxTokens: 64, options: ['cache_prompt' => false]);
+            }
+            $model->close();
+        }
+        foreach ($outputs as $chars => $byThreads) {
+            $this->assertCount(1, array_unique($byThreads), "prompt of {$chars}x4 characters: " . var_export($byThreads, true));
+        }
+    }
 }

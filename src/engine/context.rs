@@ -83,7 +83,14 @@ impl std::fmt::Debug for Context {
 
 /// Flash attention is off in every context this crate creates.
 ///
-/// Why: `chatMany()` must return, for each prompt, exactly what `chat()`
+/// Why, first: a greedy output must not depend on the number of threads,
+/// which changes with the load on the machine when processes share the
+/// cores (`engine::threads`). With flash attention on, the CPU kernel's
+/// reduction order depends on the thread count once the context is long: a
+/// ~900-token prompt gave different greedy outputs on 1 and 2 threads
+/// (tests-php/ThreadSharingTest.php, which passes with it off).
+///
+/// Second: `chatMany()` must return, for each prompt, exactly what `chat()`
 /// returns for it alone at temperature 0. With llama.cpp's default (AUTO,
 /// which turns it on for the CPU), the CPU flash-attention kernel reduces
 /// differently depending on how many query rows and cached cells one
@@ -96,8 +103,9 @@ impl std::fmt::Debug for Context {
 /// on its own (masked cells add exact zeros), so both paths agree bit for
 /// bit. Both the single-sequence context of `chat()` and the multi-sequence
 /// one of `chatMany()` must use the same setting. The price: `chat()` ran
-/// 3-9% fewer tokens/s in a quick A/B (2 busy cores, 64-token replies to
-/// prompts of 10 and 400 tokens).
+/// 4-7% fewer tokens/s (prompt + 128 generated, 3 interleaved rounds on a
+/// quiet 2-core machine: short prompt 116.5 vs 125.2 tok/s, 400-token prompt
+/// 196.8 vs 204.6).
 const FLASH_ATTN: sys::llama_flash_attn_type = sys::LLAMA_FLASH_ATTN_TYPE_DISABLED;
 
 /// The layout of a context: `n_seq` sequences of `n_ctx` cells each (every
