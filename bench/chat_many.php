@@ -4,11 +4,18 @@
 //
 // Usage: php -d extension=... bench/chat_many.php MODEL [TOOLS_BIN] [THREADS]
 //
-// Each prompt is about 64 tokens once the chat template is applied and asks
-// for a long list, so that every run generates its 48 tokens (the generated
-// counts are printed; throughput is computed from the actual counts).
+// Two rounds per batch size:
+//  - rawMany(): plain-text prompts of 64 tokens that count upwards, so that
+//    the model goes on counting for all 48 tokens without a constraint: the
+//    same work as llama-batched-bench (64 prompt + 48 generated tokens per
+//    sequence, no grammar), which it is compared with;
+//  - chatMany(): chat prompts of about 64 tokens asking for a long list,
+//    under a grammar of numbers and commas (so that no run stops early).
+// Both against the same prompts called one by one (raw() / chat()).
 // Total tokens/s = (prompt + generated tokens) / wall time, as
 // llama-batched-bench's S t/s; generation tokens/s = generated / wall time.
+// Generated tokens are counted from the results (Response::tokensGenerated(),
+// or countTokens() of raw text, the same way on both sides).
 
 declare(strict_types=1);
 
@@ -41,6 +48,24 @@ function prompts(Model $model, int $n): array
         $pad++;
     }
     return array_map(fn (int $i) => $make($i, $pad), range(0, $n - 1));
+}
+
+/** Plain-text prompts of PROMPT_TOKENS tokens (with BOS) that count upwards from a different number each. */
+function rawPrompts(Model $model, int $n): array
+{
+    $out = [];
+    for ($i = 0; $i < $n; $i++) {
+        $text = 'Counting:';
+        for ($k = 100 * $i + 1; $model->countTokens($text) + 1 < PROMPT_TOKENS; $k++) {
+            $candidate = "$text $k,";
+            if ($model->countTokens($candidate) + 1 > PROMPT_TOKENS) {
+                break;
+            }
+            $text = $candidate;
+        }
+        $out[] = $text;
+    }
+    return $out;
 }
 
 /** @param list<\Displace\Infer\Response> $responses */
@@ -82,6 +107,35 @@ function batchedBench(string $tools, string $modelPath, int $threads): array
 $reference = batchedBench($tools, $modelPath, $threads);
 printf("model %s, %d threads\n", basename($modelPath), $threads);
 foreach ([8, 32] as $n) {
+    $texts = rawPrompts($model, $n);
+    $promptTokens = array_sum(array_map(fn ($t) => $model->countTokens($t) + 1, $texts));
+    $model->rawMany(array_slice($texts, 0, 1), 1, 512, options: ['parallel' => $n]); // warm up
+    $t = microtime(true);
+    $many = $model->rawMany($texts, GEN_TOKENS, 512, options: ['parallel' => $n]);
+    $tMany = microtime(true) - $t;
+    $gMany = array_sum(array_map(fn ($s) => $model->countTokens($s), $many));
+    $t = microtime(true);
+    $seq = [];
+    foreach ($texts as $text) {
+        $seq[] = $model->raw($text, GEN_TOKENS, 512, options: ['cache_prompt' => false]);
+    }
+    $tSeq = microtime(true) - $t;
+    $gSeq = array_sum(array_map(fn ($s) => $model->countTokens($s), $seq));
+    $totalMany = ($promptTokens + $gMany) / $tMany;
+    printf(
+        "%2d raw prompts, no grammar (%d prompt + %d generated tokens; the same outputs: %s)\n"
+        . "   rawMany   %6.2fs  total %7.1f t/s  generation %7.1f t/s\n"
+        . "   raw() x%-2d %6.2fs  total %7.1f t/s  generation %7.1f t/s\n"
+        . "   rawMany / sequential: %.2fx\n",
+        $n, $promptTokens, $gMany, $many === $seq ? 'yes' : 'NO',
+        $tMany, $totalMany, $gMany / $tMany,
+        $n, $tSeq, ($promptTokens + $gSeq) / $tSeq, $gSeq / $tSeq,
+        $totalMany / (($promptTokens + $gSeq) / $tSeq),
+    );
+    if (isset($reference[$n])) {
+        printf("   llama-batched-bench B=%d: %.1f t/s; rawMany is %.3fx of it (goal >= 0.95x)\n", $n, $reference[$n], $totalMany / $reference[$n]);
+    }
+
     $prompts = prompts($model, $n);
     $options = ['parallel' => $n, 'grammar' => LIST_GRAMMAR];
     $model->chatMany(array_slice($prompts, 0, 1), 1, 512, options: $options); // warm up
@@ -101,7 +155,7 @@ foreach ([8, 32] as $n) {
     $totalMany = ($pMany + $gMany) / $tMany;
     $totalSeq = ($pSeq + $gSeq) / $tSeq;
     printf(
-        "%2d prompts (%d prompt + %d generated tokens, fewest generated %d)\n"
+        "%2d chat prompts under a grammar (%d prompt + %d generated tokens, fewest generated %d)\n"
         . "   chatMany  %6.2fs  total %7.1f t/s  generation %7.1f t/s\n"
         . "   chat() x%-2d %6.2fs  total %7.1f t/s  generation %7.1f t/s\n"
         . "   chatMany / sequential: %.2fx\n",
@@ -112,8 +166,5 @@ foreach ([8, 32] as $n) {
     );
     if ($minMany < GEN_TOKENS) {
         printf("   note: a prompt generated only %d tokens (goal %d)\n", $minMany, GEN_TOKENS);
-    }
-    if (isset($reference[$n])) {
-        printf("   llama-batched-bench B=%d: %.1f t/s; chatMany is %.3fx of it (goal >= 0.95x)\n", $n, $reference[$n], $totalMany / $reference[$n]);
     }
 }

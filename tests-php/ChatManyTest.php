@@ -127,6 +127,21 @@ final class ChatManyTest extends InferTestCase
         $this->assertSameAsChat($prompts, 12, ['parallel' => 3]);
     }
 
+    /**
+     * 32 prompts of ~55 tokens do not fit one 512-token batch: prompts are
+     * split across batches, and the budget of a batch runs out at a prompt's
+     * last token. A sequence that got no room must not take the logits of the
+     * one before it (prompt 9 once did).
+     */
+    public function testPromptsSplitAcrossBatchesGiveChatsOutputForEach(): void
+    {
+        $prompts = array_map(
+            fn (int $i) => Prompt::user("Record $i. List the numbers from $i to " . ($i + 500) . ', separated by commas, and nothing else.' . str_repeat(' Be exact.', 7)),
+            range(0, 31),
+        );
+        $this->assertSameAsChat($prompts, 12, ['parallel' => 32]);
+    }
+
     public function testOneSequenceAtATimeStillGivesEveryResult(): void
     {
         $prompts = array_slice(self::freePrompts(), 0, 3);

@@ -107,7 +107,12 @@ impl Slot<'_> {
         }
         let fed = batch.len() - start;
         self.len += fed;
-        self.row = batch.last().filter(|t| t.logits).map(|_| batch.len() - 1);
+        // Only this slot's own last token counts: a slot that fed nothing
+        // (no budget left) must not take the logits of the one before it.
+        self.row = batch[start..]
+            .last()
+            .filter(|t| t.logits)
+            .map(|_| batch.len() - 1);
         fed
     }
 }
@@ -161,23 +166,22 @@ pub fn run(
             }
         }
 
-        // One batch: the pending token of every generating sequence first
-        // in the budget, then as much of the prompts being read as fits.
+        // One batch. Prompts first: while a sequence is still reading its
+        // prompt, the batch carries only prompt tokens (as many as fit), and
+        // the generating sequences wait with their pending token. Mixing one
+        // token of each generating sequence with long prompt runs makes
+        // llama.cpp split the batch into many small, slow micro-batches
+        // (sequences in a micro-batch must contribute equal token counts),
+        // and only the total time of the call matters to its caller.
         batch.clear();
-        let generating = slots
-            .iter()
-            .flatten()
-            .filter(|s| s.pending.is_some())
-            .count();
-        let mut budget = ctx.batch_capacity().saturating_sub(generating);
+        let reading = slots.iter().flatten().any(|s| s.pending.is_none());
+        let mut budget = ctx.batch_capacity();
         for (seq, slot) in slots.iter_mut().enumerate() {
-            if let Some(slot) = slot {
-                let reading = slot.pending.is_none();
-                let fed = slot.feed(seq as u32, &mut batch, budget);
-                if reading {
-                    budget -= fed;
-                }
+            let Some(slot) = slot else { continue };
+            if reading == slot.pending.is_some() {
+                continue;
             }
+            budget -= slot.feed(seq as u32, &mut batch, budget);
         }
         if batch.is_empty() {
             break;
