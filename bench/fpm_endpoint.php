@@ -7,7 +7,10 @@
 // resident memory of the workers over many requests with a persistent model.
 //
 //   php -d extension=target/release/libinfer.so bench/fpm_endpoint.php MODEL \
-//       [--requests 120] [--memory-requests 2000] [--json FILE]
+//       [--requests 120] [--memory-requests 2000] [--examples 1|0] [--json FILE]
+//
+// --examples 0 leaves the worked examples out of the endpoint's system prompt
+// (about 50 tokens instead of about 300): less for the prompt cache to save.
 //
 // The generator speaks FastCGI to PHP-FPM directly, as a web server's
 // fastcgi_pass would: the figures leave out the web server's own proxy hop.
@@ -57,7 +60,7 @@ function summary(array $ms, float $wall): array
  * Send $requests requests from $clients forked clients (request i extracts
  * NOTES[i % 8]); return the latencies (ms), the wall time (s), the worker pids.
  */
-function drive(Fpm $fpm, int $clients, int $requests, bool $persistent, int $offset = 0): array
+function drive(Fpm $fpm, int $clients, int $requests, bool $persistent, int $offset = 0, bool $examples = true): array
 {
     $dir = $fpm->dir;
     $started = hrtime(true);
@@ -68,7 +71,7 @@ function drive(Fpm $fpm, int $clients, int $requests, bool $persistent, int $off
             $lines = [];
             for ($i = $c; $i < $requests; $i += $clients) {
                 $t = hrtime(true);
-                [$body, $stderr] = $fpm->get(ENDPOINT, ['note' => NOTES[($i + $offset) % count(NOTES)], 'persistent' => $persistent ? '1' : '0']);
+                [$body, $stderr] = $fpm->get(ENDPOINT, ['note' => NOTES[($i + $offset) % count(NOTES)], 'persistent' => $persistent ? '1' : '0', 'examples' => $examples ? '1' : '0']);
                 $ms = (hrtime(true) - $t) / 1e6;
                 $r = json_decode($body, true);
                 if (!is_array($r) || !isset($r['data']) || $stderr !== '') {
@@ -114,7 +117,7 @@ function rss_kb(int $pid): int
 $args = $argv;
 array_shift($args);
 $model = array_shift($args) ?? '';
-$opts = ['requests' => 120, 'memory-requests' => 2000, 'json' => null];
+$opts = ['requests' => 120, 'memory-requests' => 2000, 'examples' => '1', 'json' => null];
 while ($args) {
     $flag = substr((string) array_shift($args), 2);
     if (!array_key_exists($flag, $opts)) {
@@ -128,18 +131,19 @@ if (!is_file($model)) {
     exit(2);
 }
 $requests = (int) $opts['requests'];
+$examples = $opts['examples'] !== '0';
 $model = (string) realpath($model);
 putenv("INFER_MODEL=$model");
 $results = [];
 
 // In-process: a warm model, the same extraction back to back.
 $m = Model::load($model);
-extract_person($m, NOTES[0]);
+extract_person($m, NOTES[0], $examples);
 $ms = [];
 $t0 = hrtime(true);
 for ($i = 1; $i <= $requests; $i++) {
     $t = hrtime(true);
-    extract_person($m, NOTES[$i % count(NOTES)])->json();
+    extract_person($m, NOTES[$i % count(NOTES)], $examples)->json();
     $ms[] = (hrtime(true) - $t) / 1e6;
 }
 $results['in-process warm chat()'] = summary($ms, (hrtime(true) - $t0) / 1e9);
@@ -150,16 +154,16 @@ $fpm = new Fpm(2, $model);
 // Warm-up: until both workers have answered a persistent request.
 $seen = [];
 for ($round = 0; $round < 20 && count($seen) < 2; $round++) {
-    [, , $pids] = drive($fpm, 2, 2, true);
+    [, , $pids] = drive($fpm, 2, 2, true, 0, $examples);
     $seen += array_fill_keys($pids, true);
 }
 $workers = array_keys($seen);
 
 foreach ([true, false] as $persistent) {
     $name = $persistent ? 'persistent' : 'load per request';
-    [$ms, $wall, , $cached] = drive($fpm, 1, $requests, $persistent);
+    [$ms, $wall, , $cached] = drive($fpm, 1, $requests, $persistent, 0, $examples);
     $results["FPM sequential, $name"] = summary($ms, $wall) + ['mean cached' => array_sum($cached) / count($cached)];
-    [$ms, $wall] = drive($fpm, 2, $requests, $persistent);
+    [$ms, $wall] = drive($fpm, 2, $requests, $persistent, 0, $examples);
     $results["FPM 2 clients, $name"] = summary($ms, $wall);
 }
 
@@ -182,7 +186,7 @@ if ($total > 0) {
     $step = max(2, intdiv($total, 8));
     while ($done < $total) {
         $n = min($step, $total - $done);
-        [, , $pids] = drive($fpm, 2, $n, true, $done);
+        [, , $pids] = drive($fpm, 2, $n, true, $done, $examples);
         if (array_diff($pids, $workers)) {
             fwrite(STDERR, "a worker was replaced during the memory round\n");
             exit(1);
