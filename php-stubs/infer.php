@@ -72,7 +72,7 @@ final class Model
      * @param int $nCtx context size in tokens (>= 1, at most contextLength())
      * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
      * @param int $seed the same seed gives the same output
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool} $options
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
      * @throws InferenceException
      */
     public function chat(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Response {}
@@ -81,7 +81,7 @@ final class Model
      * Complete $prompt as plain text: no chat template, no reasoning split.
      *
      * @param bool $addBos add the tokens the model's tokenizer puts at the start of a sequence (BOS)
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool} $options
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
      * @throws InferenceException
      */
     public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}
@@ -95,7 +95,7 @@ final class Model
      *
      * @param list<Prompt> $prompts a list (keys 0, 1, 2, ... in order; pass array_values() of another array)
      * @param int $nCtx the context of each prompt, as in chat(); the shared context is sized from it
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, parallel?: int} $options
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, parallel?: int} $options
      *        the options of chat(), plus parallel: how many prompts are decoded at a time (int from 1 to 256,
      *        default 32); when there are more prompts, a sequence that finishes takes the next prompt at once.
      *        cache_prompt has no effect here.
@@ -110,7 +110,7 @@ final class Model
      * raw() returns for that prompt alone.
      *
      * @param list<string> $prompts a list of strings (keys 0, 1, 2, ... in order)
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, parallel?: int} $options
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, parallel?: int} $options
      *        as for chatMany()
      * @return list<string> in the order of $prompts
      * @throws InferenceException
@@ -274,8 +274,9 @@ final class Response
     public function hasReasoning(): bool {}
 
     /**
-     * 'timeout': PHP's time limit (max_execution_time) ran out during the call, which then ends with PHP's
-     * fatal error; the model stays usable for the next request.
+     * 'timeout': the deadline of option 'timeout' (seconds) came, during generation or during the prompt's
+     * evaluation, and the response holds what was generated before it; or PHP's time limit (max_execution_time)
+     * ran out during the call, which then ends with PHP's fatal error. Either way the model stays consistent.
      *
      * @return 'eos'|'length'|'stop'|'timeout'
      */

@@ -190,7 +190,28 @@ pub fn run(
             ctx.set_threads(claim.threads());
         }
         step = step.wrapping_add(1);
-        ctx.decode_batch(batch.iter().copied())?;
+        match ctx.decode_batch(batch.iter().copied()) {
+            Err(InferenceError::Aborted) => {
+                // The stop check came in the middle of the evaluation: every
+                // prompt ends here with what it has (its sequence is cleared
+                // before the context is used again).
+                for place in &mut slots {
+                    if let Some(slot) = place.take() {
+                        results[slot.index] = Some(slot.progress.finish(
+                            FinishReason::Timeout,
+                            slot.prompt.len(),
+                            0,
+                        ));
+                    }
+                }
+                for (index, prompt) in queue.by_ref() {
+                    results[index] =
+                        Some(Progress::new(params).finish(FinishReason::Timeout, prompt.len(), 0));
+                }
+                break;
+            }
+            other => other?,
+        }
 
         for place in &mut slots {
             let Some(slot) = place else { continue };

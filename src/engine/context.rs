@@ -13,8 +13,10 @@
 //! child: [`Context::is_usable`] says so, and dropping it there leaks it
 //! instead of joining threads that do not exist.
 
+use std::ffi::c_void;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
@@ -22,6 +24,7 @@ use llama_cpp_sys_2 as sys;
 
 use super::backend::{clear_diagnostics, take_diagnostics};
 use super::error::{InferenceError, InferenceResult};
+use super::params::StopCheck;
 
 /// Most sequences one context holds: llama.cpp's `LLAMA_MAX_SEQ`, beyond
 /// which it refuses to create the context.
@@ -67,9 +70,37 @@ pub struct Context {
     threads: u32,
     max_threads: u32,
     pid: u32,
+    /// What llama.cpp's abort callback asks during an evaluation. Boxed: the
+    /// callback holds its address for the context's life.
+    abort: Box<Abort>,
     /// Dropped after `Drop::drop` has freed the context (fields always drop
     /// after the struct's own `drop`), whatever the field order.
     _model: Arc<LlamaModel>,
+}
+
+/// The stop check of the evaluation in progress, read by llama.cpp's abort
+/// callback (on whichever thread computes the graph: hence the lock).
+#[derive(Default)]
+struct Abort {
+    check: Mutex<StopCheck>,
+    /// Calls since the last real check: the callback runs once per graph
+    /// node, and the clock is asked every `ABORT_EVERY` of them.
+    calls: AtomicU32,
+}
+
+/// How many graph nodes pass between two stop checks during an evaluation
+/// (a token's graph has several hundred).
+const ABORT_EVERY: u32 = 16;
+
+/// llama.cpp's abort callback: true stops the evaluation.
+extern "C" fn abort_requested(data: *mut c_void) -> bool {
+    // SAFETY: `data` is the `Abort` boxed in the context that registered
+    // this callback, which outlives every evaluation of that context.
+    let abort = unsafe { &*data.cast::<Abort>() };
+    if abort.calls.fetch_add(1, Ordering::Relaxed) % ABORT_EVERY != 0 {
+        return false;
+    }
+    abort.check.lock().map(|c| c.due()).unwrap_or(false)
 }
 
 impl std::fmt::Debug for Context {
@@ -188,6 +219,12 @@ impl Context {
                 return Err(failed("could not start the thread pool".to_owned()));
             };
             sys::llama_attach_threadpool(ctx.as_ptr(), threadpool.as_ptr(), threadpool.as_ptr());
+            let abort = Box::<Abort>::default();
+            sys::llama_set_abort_callback(
+                ctx.as_ptr(),
+                Some(abort_requested),
+                std::ptr::from_ref::<Abort>(&abort).cast_mut().cast(),
+            );
             let batch = sys::llama_batch_init(n_batch as i32, 0, 1);
             Ok(Self {
                 ctx,
@@ -201,8 +238,16 @@ impl Context {
                 threads: n_threads,
                 max_threads: n_threads,
                 pid: std::process::id(),
+                abort,
                 _model: Arc::clone(model),
             })
+        }
+    }
+
+    /// The stop check the next evaluations ask between graph nodes.
+    pub fn set_stop(&mut self, check: StopCheck) {
+        if let Ok(mut current) = self.abort.check.lock() {
+            *current = check;
         }
     }
 
@@ -298,6 +343,11 @@ impl Context {
         clear_diagnostics();
         // SAFETY: a live context and a batch filled above.
         let code = unsafe { sys::llama_decode(self.ctx.as_ptr(), *b) };
+        if code == 2 {
+            // Aborted by the stop check; the micro-batches computed before
+            // stay in the memory, so the caller drops them.
+            return Err(InferenceError::Aborted);
+        }
         if code != 0 {
             return Err(InferenceError::DecodeFailed {
                 detail: take_diagnostics()

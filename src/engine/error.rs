@@ -64,6 +64,10 @@ pub enum InferenceError {
     ContextFailed { n_ctx: u32, detail: String },
     #[error("decoding failed: {detail}")]
     DecodeFailed { detail: String },
+    /// The stop check (`GenerateParams::stop_check`) aborted an evaluation; what
+    /// it had evaluated before is dropped from the cache again.
+    #[error("the evaluation was stopped by the time limit")]
+    Aborted,
     #[error("llama.cpp rejected the grammar: {detail}")]
     GrammarRejected { detail: String },
     #[error(

@@ -24,7 +24,7 @@ pub enum FinishReason {
     Length,
     /// A stop string occurred.
     Stop,
-    /// The caller's interrupt (`GenerateParams::interrupt`) asked to stop.
+    /// The caller's interrupt or deadline (`GenerateParams::stop_check`) came.
     Timeout,
 }
 
@@ -82,7 +82,7 @@ impl<'a> Progress<'a> {
         if self.generated >= params.max_tokens || in_context >= n_ctx as usize {
             return Some(FinishReason::Length);
         }
-        if params.interrupt.is_some_and(|stop| stop()) {
+        if params.stop_check.due() {
             return Some(FinishReason::Timeout);
         }
         None
@@ -132,9 +132,15 @@ pub fn run(
     if let Some(claim) = claim {
         session.set_threads(claim.threads());
     }
-    let reused = session.evaluate_prompt(prompt, params.cache_prompt)?;
-
+    session.set_stop(params.stop_check);
     let mut progress = Progress::new(params);
+    let reused = match session.evaluate_prompt(prompt, params.cache_prompt) {
+        Err(InferenceError::Aborted) => {
+            return Ok(progress.finish(FinishReason::Timeout, prompt.len(), 0));
+        }
+        other => other?,
+    };
+
     // The context holds the prompt and every generated token but the last:
     // a sampled token is evaluated only when another one is to follow it.
     let mut pending: Option<LlamaToken> = None;
@@ -147,7 +153,10 @@ pub fn run(
             if let Some(claim) = claim.filter(|_| recount_due(progress.generated())) {
                 session.set_threads(claim.threads());
             }
-            session.evaluate_token(token)?;
+            match session.evaluate_token(token) {
+                Err(InferenceError::Aborted) => break FinishReason::Timeout,
+                other => other?,
+            }
         }
         let token = sampler.sample(session.logits()?)?;
         if let Some(finish) = progress.push(model, token) {

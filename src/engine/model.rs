@@ -211,6 +211,7 @@ impl Model {
         if let Some(claim) = &claim {
             ctx.set_threads(claim.threads());
         }
+        ctx.set_stop(params.stop_check);
         let result = batch::run(
             ctx,
             model,

@@ -1,6 +1,8 @@
 //! Typed parameters of loading and generation, and the limits the engine
 //! enforces on them. The binding reads its callers' arguments into these.
 
+use std::time::Instant;
+
 use super::error::LoadError;
 use crate::grammar::CheckedGbnf;
 
@@ -88,9 +90,31 @@ pub struct GenerateParams {
     /// Reuse the cached keys and values of the prefix this prompt shares with
     /// what the model's context holds from the previous call.
     pub cache_prompt: bool,
-    /// Asked after every token: true stops the generation (finish reason
-    /// `Timeout`), e.g. when the caller's time limit has run out.
+    /// When to stop early (finish reason `Timeout`).
+    pub stop_check: StopCheck,
+}
+
+/// When a generation stops before its natural end: the caller's interrupt
+/// (PHP's time limit, say) or a deadline. Asked before every token, and
+/// between the graph computations of an evaluation (llama.cpp's abort
+/// callback), so a long prompt stops too.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StopCheck {
+    /// True when the generation must stop.
     pub interrupt: Option<fn() -> bool>,
+    pub deadline: Option<Instant>,
+}
+
+impl StopCheck {
+    /// Whether the generation must stop now.
+    pub fn due(&self) -> bool {
+        self.interrupt.is_some_and(|stop| stop())
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.interrupt.is_some() || self.deadline.is_some()
+    }
 }
 
 impl Default for GenerateParams {
@@ -107,7 +131,7 @@ impl Default for GenerateParams {
             stop: Vec::new(),
             constraint: None,
             cache_prompt: true,
-            interrupt: None,
+            stop_check: StopCheck::default(),
         }
     }
 }

@@ -9,7 +9,8 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::context::{Context, Shape};
-use super::error::InferenceResult;
+use super::error::{InferenceError, InferenceResult};
+use super::params::StopCheck;
 
 /// Largest number of tokens evaluated in one llama.cpp batch.
 pub const MAX_BATCH: u32 = 512;
@@ -108,13 +109,32 @@ impl Session {
         self.decode(&[token], true)
     }
 
-    /// Evaluate `tokens` at the next positions. On failure the cache no
-    /// longer matches `cached`, so the caller must drop the session.
+    /// Evaluate `tokens` at the next positions. When the stop check aborts
+    /// it, the cache is put back to `cached` (`InferenceError::Aborted`); on
+    /// any other failure the cache no longer matches `cached`, so the caller
+    /// must drop the session.
     fn decode(&mut self, tokens: &[LlamaToken], logits_for_last: bool) -> InferenceResult<()> {
-        self.ctx
-            .decode(tokens, self.cached.len(), logits_for_last)?;
-        self.cached.extend_from_slice(tokens);
-        Ok(())
+        match self.ctx.decode(tokens, self.cached.len(), logits_for_last) {
+            Ok(()) => {
+                self.cached.extend_from_slice(tokens);
+                Ok(())
+            }
+            Err(InferenceError::Aborted) => {
+                // Stopped part-way: drop what this batch left in the cache,
+                // so that the cache holds exactly `cached` again.
+                if !self.ctx.forget_from(self.cached.len()) {
+                    self.ctx.clear();
+                    self.cached.clear();
+                }
+                Err(InferenceError::Aborted)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The stop check the next evaluations ask between graph nodes.
+    pub fn set_stop(&mut self, check: StopCheck) {
+        self.ctx.set_stop(check);
     }
 }
 

@@ -52,7 +52,7 @@ fn call_params(
     options: OptionsArg<'_>,
 ) -> Result<engine::GenerateParams, CallError> {
     let mut params = generate_params(max_tokens, n_ctx, temperature, seed, options)?;
-    params.interrupt = Some(super::timeout::timed_out);
+    params.stop_check.interrupt = Some(super::timeout::timed_out);
     Ok(params)
 }
 
@@ -66,7 +66,7 @@ fn many_call_params(
     options: OptionsArg<'_>,
 ) -> Result<(engine::GenerateParams, u32), CallError> {
     let (mut params, parallel) = many_params(max_tokens, n_ctx, temperature, seed, options)?;
-    params.interrupt = Some(super::timeout::timed_out);
+    params.stop_check.interrupt = Some(super::timeout::timed_out);
     Ok((params, parallel))
 }
 

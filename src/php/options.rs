@@ -1,6 +1,8 @@
 //! The `options` arrays of `Model::load()`, `chat()` and `raw()`: every key is
 //! known, every value has its type checked, and a mistake names the key.
 
+use std::time::{Duration, Instant};
+
 use ext_php_rs::types::Zval;
 
 use super::convert::{self, describe, php_float, OptionsArg};
@@ -51,6 +53,7 @@ pub const GENERATE_KEYS: &[&str] = &[
     "min_p",
     "repeat_penalty",
     "cache_prompt",
+    "timeout",
 ];
 
 /// The keys `chatMany()` and `rawMany()` accept: those of `chat()` and
@@ -64,6 +67,7 @@ pub const MANY_KEYS: &[&str] = &[
     "min_p",
     "repeat_penalty",
     "cache_prompt",
+    "timeout",
     "parallel",
 ];
 
@@ -259,6 +263,7 @@ fn apply_generate_options(
                 params.repeat_penalty = v as f32;
             }
             "cache_prompt" => params.cache_prompt = flag(&key, value)?,
+            "timeout" => params.stop_check.deadline = deadline(&key, value)?,
             _ => return Err(Problem::unknown(&key, known).into()),
         }
     }
@@ -270,6 +275,17 @@ fn int_in<T: TryFrom<i64>>(key: &str, value: &Zval, min: i64, what: &str) -> Res
         .filter(|v| *v >= min)
         .and_then(|v| T::try_from(v).ok())
         .ok_or_else(|| Problem::wrong(key, what, value))
+}
+
+/// The deadline `timeout` seconds from now (a finite number > 0). One too
+/// far away for the clock to represent is no deadline at all.
+fn deadline(key: &str, value: &Zval) -> Result<Option<Instant>, Problem> {
+    let seconds = convert::finite_float(value)
+        .filter(|s| *s > 0.0)
+        .ok_or_else(|| Problem::wrong(key, "a finite number of seconds > 0", value))?;
+    Ok(Duration::try_from_secs_f64(seconds)
+        .ok()
+        .and_then(|d| Instant::now().checked_add(d)))
 }
 
 fn flag(key: &str, value: &Zval) -> Result<bool, Problem> {

@@ -1,0 +1,108 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Displace\Infer\Tests;
+
+use Displace\Infer\InferenceException;
+use Displace\Infer\Model;
+use Displace\Infer\Prompt;
+
+/**
+ * Option `timeout` (seconds): the generation stops at the deadline with
+ * finish reason 'timeout' and keeps what it generated; a prompt still being
+ * evaluated stops too (llama.cpp's abort callback). Either way the model's
+ * cache is left holding exactly what it says, so later calls give what a
+ * fresh model gives.
+ */
+final class TimeoutTest extends InferTestCase
+{
+    private static function longPrompt(): Prompt
+    {
+        return Prompt::user(str_repeat('The library opens at nine and closes at five. Books can be renewed online. ', 150));
+    }
+
+    public function testTheDeadlineStopsGenerationAndKeepsThePartialOutput(): void
+    {
+        $model = Model::load(self::modelPath());
+        $prompt = Prompt::user('Write a very long story about a dragon who learns to read.');
+        $cut = $model->chat($prompt, maxTokens: 4000, nCtx: 4096, options: ['timeout' => 0.5]);
+        $this->assertSame('timeout', $cut->finishReason());
+        $this->assertLessThan(4000, $cut->tokensGenerated());
+        // The partial output is what greedy decoding of as many tokens without
+        // a deadline gives, on another model.
+        if ($cut->tokensGenerated() === 0) {
+            $this->assertSame('', $cut->text());
+            return;
+        }
+        $reference = Model::load(self::modelPath())->chat($prompt, maxTokens: $cut->tokensGenerated(), nCtx: 4096, options: ['cache_prompt' => false]);
+        $this->assertSame($reference->text(), $cut->text());
+    }
+
+    public function testTheDeadlineStopsAPromptInTheMiddleOfItsEvaluation(): void
+    {
+        $model = Model::load(self::modelPath());
+        $cut = $model->chat(self::longPrompt(), maxTokens: 16, nCtx: 4096, options: ['timeout' => 0.01]);
+        $this->assertSame('timeout', $cut->finishReason());
+        $this->assertSame(0, $cut->tokensGenerated());
+        $this->assertSame('', $cut->text());
+        $this->assertGreaterThan(2000, $cut->promptTokens());
+
+        // What was evaluated before the stop is not trusted by the next call
+        // unless the cache really holds it: the output is a fresh model's.
+        $after = $model->chat(self::longPrompt(), maxTokens: 16, nCtx: 4096);
+        $fresh = Model::load(self::modelPath())->chat(self::longPrompt(), maxTokens: 16, nCtx: 4096);
+        $this->assertSame($fresh->text(), $after->text());
+        $this->assertSame($fresh->finishReason(), $after->finishReason());
+        // A prompt evaluated to the end would be reused up to its last token.
+        $this->assertLessThan($after->promptTokens() - 1, $after->cachedTokens(), 'the evaluation stopped part-way');
+    }
+
+    public function testChatManyStopsEveryPromptAtTheDeadline(): void
+    {
+        $model = Model::load(self::modelPath());
+        $prompts = [self::longPrompt(), Prompt::user('Write a long poem.'), Prompt::user('Tell a long story.')];
+        $many = $model->chatMany($prompts, maxTokens: 4000, nCtx: 4096, options: ['timeout' => 0.05]);
+        $this->assertSame(['timeout', 'timeout', 'timeout'], array_map(fn ($r) => $r->finishReason(), $many));
+        // The model is consistent afterwards.
+        $this->assertSame(
+            Model::load(self::modelPath())->chat($prompts[1], maxTokens: 8)->text(),
+            $model->chatMany([$prompts[1]], maxTokens: 8)[0]->text(),
+        );
+    }
+
+    /** @return array<string, array{mixed, string}> */
+    public static function badTimeouts(): array
+    {
+        return [
+            'zero' => [0, 'got int 0'],
+            'negative' => [-1.5, 'got float -1.5'],
+            'infinite' => [INF, 'got float INF'],
+            'NaN' => [NAN, 'got float NAN'],
+            'string' => ['1', 'got string'],
+        ];
+    }
+
+    /** @dataProvider badTimeouts */
+    public function testABadTimeoutThrowsNamingTheKey(mixed $value, string $got): void
+    {
+        foreach (['chat', 'chatMany'] as $method) {
+            $e = $this->assertThrows(InferenceException::class, 'option "timeout" must be a finite number of seconds > 0, ', function () use ($method, $value) {
+                $prompt = Prompt::user('Hi');
+                $method === 'chat'
+                    ? self::model()->chat($prompt, options: ['timeout' => $value])
+                    : self::model()->chatMany([$prompt], options: ['timeout' => $value]);
+            });
+            $this->assertStringContainsString($got, $e->getMessage());
+        }
+    }
+
+    public function testAFarDeadlineChangesNothing(): void
+    {
+        $prompt = Prompt::user('Name a fruit.');
+        $this->assertSame(
+            self::model()->chat($prompt, maxTokens: 8, options: ['cache_prompt' => false])->text(),
+            self::model()->chat($prompt, maxTokens: 8, options: ['timeout' => 1e300, 'cache_prompt' => false])->text(),
+        );
+    }
+}
