@@ -40,3 +40,7 @@ echo "\nExtraction from \"Maria is 31 years old and lives in Lisbon.\":\n";
 echo "   ", $response->answer(), "\n";
 var_export($response->json());
 echo "\n";
+
+// A deadline: the call stops after 0.2 s with what it has ('timeout').
+$story = $model->chat(Prompt::user('Tell a very long story.'), maxTokens: 2000, options: ['timeout' => 0.2]);
+printf("\nA long story cut at 0.2 s: %d tokens, finish: %s\n", $story->tokensGenerated(), $story->finishReason());
