@@ -14,7 +14,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many
+.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline
 
 demo: build model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -47,7 +47,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -98,3 +98,8 @@ bench-fpm: build model
 bench-many: build model
 	bash bench/build-llama-tools.sh
 	$(PHP_WITH_EXT) bench/chat_many.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
+
+# Issue 11: how long after its deadline (option timeout) a call returns,
+# against one generated token and one prompt batch of the same run.
+bench-deadline: build model
+	$(PHP_WITH_EXT) bench/deadline.php $(INFER_MODEL)
