@@ -17,7 +17,7 @@ use super::chat::{self, Message};
 use super::context::Context;
 use super::error::{InferenceError, InferenceResult, LoadError};
 use super::generate::{self, Generation};
-use super::params::{Constraint, GenerateParams, LoadParams};
+use super::params::{GenerateParams, LoadParams};
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
 use super::threads::Claim;
@@ -191,10 +191,7 @@ impl Model {
             .try_borrow_mut()
             .map_err(|_| InferenceError::Busy)?;
         let Reusable { many, grammars, .. } = &mut *reusable;
-        let grammar = match &params.constraint {
-            None => None,
-            Some(Constraint::Grammar(gbnf)) => Some(grammars.get(model, gbnf)?),
-        };
+        let grammar = grammars.for_params(model, params)?;
         let shape = batch::shape_for(prompts, params, parallel);
         if many
             .as_ref()
@@ -250,10 +247,7 @@ impl Model {
             session, grammars, ..
         } = &mut *reusable;
         generate::check_fits(model, prompt, params.n_ctx)?;
-        let grammar = match &params.constraint {
-            None => None,
-            Some(Constraint::Grammar(gbnf)) => Some(grammars.get(model, gbnf)?),
-        };
+        let grammar = grammars.for_params(model, params)?;
         let sampler = Sampler::new(model, params, grammar);
         if session
             .as_ref()

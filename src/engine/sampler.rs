@@ -21,7 +21,7 @@ use llama_cpp_2::token::LlamaToken;
 
 use super::backend::{capture_stderr, clear_diagnostics, first_line, take_diagnostics};
 use super::error::{InferenceError, InferenceResult};
-use super::params::{GenerateParams, REPEAT_LAST_N};
+use super::params::{Constraint, GenerateParams, REPEAT_LAST_N};
 use crate::grammar::CheckedGbnf;
 
 /// How many parsed grammars a model keeps for reuse.
@@ -119,6 +119,18 @@ impl std::fmt::Debug for GrammarCache {
 }
 
 impl GrammarCache {
+    /// A fresh grammar sampler for the constraint of `params`, if it has one.
+    pub fn for_params(
+        &mut self,
+        model: &Arc<LlamaModel>,
+        params: &GenerateParams,
+    ) -> InferenceResult<Option<GrammarSampler>> {
+        match &params.constraint {
+            None => Ok(None),
+            Some(Constraint::Grammar(gbnf)) => self.get(model, gbnf).map(Some),
+        }
+    }
+
     /// A fresh grammar sampler (at the start of the grammar) for `gbnf`.
     pub fn get(
         &mut self,
