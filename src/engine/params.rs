@@ -111,10 +111,6 @@ impl StopCheck {
         self.interrupt.is_some_and(|stop| stop())
             || self.deadline.is_some_and(|d| Instant::now() >= d)
     }
-
-    pub fn is_set(&self) -> bool {
-        self.interrupt.is_some() || self.deadline.is_some()
-    }
 }
 
 impl Default for GenerateParams {
