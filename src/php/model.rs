@@ -41,35 +41,6 @@ impl Model {
     }
 }
 
-/// The binding's generation parameters, plus what only PHP knows: whether
-/// the request's time limit has run out (then the generation stops, and PHP
-/// reports the timeout when the call returns).
-fn call_params(
-    max_tokens: i64,
-    n_ctx: i64,
-    temperature: f64,
-    seed: i64,
-    options: OptionsArg<'_>,
-) -> Result<engine::GenerateParams, CallError> {
-    let mut params = generate_params(max_tokens, n_ctx, temperature, seed, options)?;
-    params.stop_check.interrupt = Some(super::timeout::timed_out);
-    Ok(params)
-}
-
-/// The arguments of `chatMany()` / `rawMany()`, as `call_params` reads
-/// those of `chat()` / `raw()`, and the `parallel` option.
-fn many_call_params(
-    max_tokens: i64,
-    n_ctx: i64,
-    temperature: f64,
-    seed: i64,
-    options: OptionsArg<'_>,
-) -> Result<(engine::GenerateParams, u32), CallError> {
-    let (mut params, parallel) = many_params(max_tokens, n_ctx, temperature, seed, options)?;
-    params.stop_check.interrupt = Some(super::timeout::timed_out);
-    Ok((params, parallel))
-}
-
 /// The items of the `prompts` list of `chatMany()` / `rawMany()`, each read
 /// by `read` (None: not what the method takes, `expected`).
 fn prompt_list<'a, T>(
@@ -145,7 +116,7 @@ impl Model {
         options: OptionsArg<'_>,
     ) -> PhpResult<Response> {
         let model = self.open()?;
-        let params = call_params(maxTokens, nCtx, temperature, seed, options)?;
+        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         Ok(model.chat(&prompt.messages, &params)?.into())
     }
 
@@ -164,7 +135,7 @@ impl Model {
     ) -> PhpResult<String> {
         let model = self.open()?;
         let prompt = text(prompt, "prompt")?;
-        let params = call_params(maxTokens, nCtx, temperature, seed, options)?;
+        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         Ok(model.raw(&prompt, addBos, &params)?.text)
     }
 
@@ -184,7 +155,7 @@ impl Model {
         let transcripts = prompt_list(prompts, "a Displace\\Infer\\Prompt", |_, item| {
             <&Prompt>::from_zval(item.dereference()).map(|p| Ok(p.messages.clone()))
         })?;
-        let (params, parallel) = many_call_params(maxTokens, nCtx, temperature, seed, options)?;
+        let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
         let generations = model.chat_many(&transcripts, &params, parallel)?;
         Ok(generations.into_iter().map(Response::from).collect())
     }
@@ -212,7 +183,7 @@ impl Model {
                 })
             })
         })?;
-        let (params, parallel) = many_call_params(maxTokens, nCtx, temperature, seed, options)?;
+        let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
         let generations = model.raw_many(&texts, addBos, &params, parallel)?;
         Ok(generations.into_iter().map(|g| g.text).collect())
     }

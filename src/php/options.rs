@@ -43,21 +43,8 @@ pub struct LoadRequest {
     pub persistent: bool,
 }
 
-/// The keys `chat()` and `raw()` accept.
-pub const GENERATE_KEYS: &[&str] = &[
-    "schema",
-    "grammar",
-    "stop",
-    "top_k",
-    "top_p",
-    "min_p",
-    "repeat_penalty",
-    "cache_prompt",
-    "timeout",
-];
-
 /// The keys `chatMany()` and `rawMany()` accept: those of `chat()` and
-/// `raw()`, plus how many prompts to decode at a time.
+/// `raw()`, then how many prompts to decode at a time.
 pub const MANY_KEYS: &[&str] = &[
     "schema",
     "grammar",
@@ -70,6 +57,9 @@ pub const MANY_KEYS: &[&str] = &[
     "timeout",
     "parallel",
 ];
+
+/// The keys `chat()` and `raw()` accept: all of `MANY_KEYS` but the last.
+pub const GENERATE_KEYS: &[&str] = MANY_KEYS.split_at(MANY_KEYS.len() - 1).0;
 
 /// A problem with one option, before it is turned into the caller's error type.
 struct Problem {
@@ -177,6 +167,9 @@ pub fn generate_params(
     };
     let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
     apply_generate_options(entries, GENERATE_KEYS, &mut params)?;
+    // What only PHP knows: whether the request's time limit has run out
+    // (then the generation stops, and PHP reports the timeout on return).
+    params.stop_check.interrupt = Some(super::timeout::timed_out);
     Ok(params)
 }
 
