@@ -87,6 +87,29 @@ final class Model
     public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}
 
     /**
+     * Stream the reply to $prompt: the arguments of chat(), and a Stream that yields the reply piece by piece
+     * as it is generated (iterate it with foreach; the key is 'reasoning' inside a <think> block, tags included,
+     * else 'answer'). The pieces put together are exactly the text of $stream->response(), which is what chat()
+     * returns for the same arguments. Nothing is evaluated until the iteration begins.
+     *
+     * While the stream is open (not iterated to the end, cancelled or destroyed), every other call on this model
+     * (chat(), raw(), another stream, close(), ...) throws InferenceException.
+     *
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
+     * @throws InferenceException when the stream cannot start (the errors of chat() that come before generation)
+     */
+    public function stream(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Stream {}
+
+    /**
+     * Stream the plain-text completion of $prompt: the arguments of raw(), and a Stream whose pieces are keyed
+     * 'text' and put together are what raw() returns.
+     *
+     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
+     * @throws InferenceException
+     */
+    public function rawStream(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): Stream {}
+
+    /**
      * Generate replies to many prompts together: each prompt is a parallel sequence of one llama.cpp context, and
      * every step decodes the next token of all of them in one batch. Each result is what chat() returns for that
      * prompt alone (at temperature 0 identical, text, finish reason and counts included); the options (schema,
@@ -119,6 +142,7 @@ final class Model
 
     /**
      * Free the weights. Idempotent; any later call on the model throws InferenceException.
+     * Throws InferenceException while a stream is open on the model.
      * A persistent model is also dropped from the process's table; another object of the same request
      * that loaded the same model keeps working, and the memory goes when the last of them goes.
      */
@@ -278,7 +302,9 @@ final class Response
      * evaluation, and the response holds what was generated before it; or PHP's time limit (max_execution_time)
      * ran out during the call, which then ends with PHP's fatal error. Either way the model stays consistent.
      *
-     * @return 'eos'|'length'|'stop'|'timeout'
+     * 'cancelled': only for a response of a Stream that was cancelled.
+     *
+     * @return 'eos'|'length'|'stop'|'timeout'|'cancelled'
      */
     public function finishReason(): string {}
 
@@ -300,4 +326,84 @@ final class Response
      * @throws InferenceException when the answer is not valid JSON
      */
     public function json(): mixed {}
+}
+
+/**
+ * A reply being generated, read piece by piece:
+ *
+ *     foreach ($model->stream($prompt) as $part => $piece) { echo $piece; flush(); }
+ *
+ * Each value is the next piece of text; the key is 'reasoning' (a <think> block, tags included) or 'answer' for
+ * stream(), 'text' for rawStream(). A piece is handed out only when it is final: a character split across tokens
+ * waits for its last byte, and text that could still turn into a stop string (or a <think> tag) waits until it
+ * cannot, so the pieces put together equal text() byte for byte.
+ *
+ * Tokens are generated only as pieces are asked for. Breaking out of the loop stops generating; letting the
+ * stream go (unset, end of scope, end of request) or cancel() frees the model too, whose cache then holds the
+ * prompt and the tokens evaluated so far. A stream is iterated once: a second foreach throws.
+ */
+final class Stream implements \Iterator
+{
+    /**
+     * Streams come from Model::stream() and Model::rawStream().
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /**
+     * Begin the iteration: the prompt is evaluated and the first piece generated.
+     *
+     * @throws InferenceException when the stream was iterated before, or generation fails
+     */
+    public function rewind(): void {}
+
+    /** Whether there is a piece at the current position. */
+    public function valid(): bool {}
+
+    /** The current piece of text; null before the iteration and after its end. */
+    public function current(): ?string {}
+
+    /**
+     * Which part the current piece belongs to; null before the iteration and after its end.
+     *
+     * @return 'reasoning'|'answer'|'text'|null
+     */
+    public function key(): ?string {}
+
+    /**
+     * Generate the next piece.
+     *
+     * @throws InferenceException when generation fails
+     */
+    public function next(): void {}
+
+    /**
+     * Stop generating now and free the model, keeping what was generated: finish reason 'cancelled' (unless the
+     * generation had ended already). Pieces generated but not yet handed out still come. Idempotent.
+     */
+    public function cancel(): void {}
+
+    /**
+     * The whole result: generates to the end first when called before the end of the iteration (the pieces not
+     * yet handed out still come). For rawStream() the answer is the whole text, with no reasoning split.
+     *
+     * @throws InferenceException when generation fails
+     */
+    public function response(): Response {}
+
+    /**
+     * The whole text (see response()).
+     *
+     * @throws InferenceException
+     */
+    public function text(): string {}
+
+    /**
+     * Why the generation ended (see response()): 'eos', 'length', 'stop', 'timeout' or 'cancelled'.
+     *
+     * @return 'eos'|'length'|'stop'|'timeout'|'cancelled'
+     * @throws InferenceException
+     */
+    public function finishReason(): string {}
 }

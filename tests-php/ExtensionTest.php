@@ -9,10 +9,17 @@ use Displace\Infer\Message;
 use Displace\Infer\Model;
 use Displace\Infer\Prompt;
 use Displace\Infer\Response;
+use Displace\Infer\Stream;
 
 /** The module and the shape of its classes. */
 final class ExtensionTest extends InferTestCase
 {
+    public function testAStreamIsAnIteratorOfPieces(): void
+    {
+        $r = new \ReflectionClass(Stream::class);
+        $this->assertSame(['Iterator', 'Traversable'], $r->getInterfaceNames());
+    }
+
     public function testExtensionIsLoadedUnderItsName(): void
     {
         $this->assertTrue(extension_loaded('infer'));
@@ -27,6 +34,7 @@ final class ExtensionTest extends InferTestCase
             'Prompt' => [Prompt::class, 'Prompt::system() or Prompt::user()'],
             'Message' => [Message::class, 'Prompt::messages()'],
             'Response' => [Response::class, 'Model::chat()'],
+            'Stream' => [Stream::class, 'Model::stream() or Model::rawStream()'],
         ];
     }
 
@@ -61,6 +69,7 @@ final class ExtensionTest extends InferTestCase
             'Prompt' => [fn () => Prompt::user('hi')],
             'Message' => [fn () => Prompt::user('hi')->messages()[0]],
             'Response' => [fn () => self::model()->chat(Prompt::user('hi'), maxTokens: 1)],
+            'Stream' => [fn () => Model::load(self::modelPath())->stream(Prompt::user('hi'), maxTokens: 1)],
         ];
     }
 

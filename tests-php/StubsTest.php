@@ -56,6 +56,7 @@ final class StubsTest extends InferTestCase
                 'Displace\\Infer\\ModelLoadException',
                 'Displace\\Infer\\Prompt',
                 'Displace\\Infer\\Response',
+                'Displace\\Infer\\Stream',
             ],
             array_keys(self::describeExtension()),
         );

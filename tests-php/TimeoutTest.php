@@ -86,12 +86,15 @@ final class TimeoutTest extends InferTestCase
     /** @dataProvider badTimeouts */
     public function testABadTimeoutThrowsNamingTheKey(mixed $value, string $got): void
     {
-        foreach (['chat', 'chatMany'] as $method) {
+        foreach (['chat', 'chatMany', 'stream', 'rawStream'] as $method) {
             $e = $this->assertThrows(InferenceException::class, 'option "timeout" must be a finite number of seconds > 0, ', function () use ($method, $value) {
                 $prompt = Prompt::user('Hi');
-                $method === 'chat'
-                    ? self::model()->chat($prompt, options: ['timeout' => $value])
-                    : self::model()->chatMany([$prompt], options: ['timeout' => $value]);
+                match ($method) {
+                    'chat' => self::model()->chat($prompt, options: ['timeout' => $value]),
+                    'chatMany' => self::model()->chatMany([$prompt], options: ['timeout' => $value]),
+                    'stream' => self::model()->stream($prompt, options: ['timeout' => $value]),
+                    'rawStream' => self::model()->rawStream('Hi', options: ['timeout' => $value]),
+                };
             });
             $this->assertStringContainsString($got, $e->getMessage());
         }

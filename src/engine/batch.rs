@@ -55,7 +55,7 @@ struct Slot<'a> {
     index: usize,
     prompt: &'a [LlamaToken],
     sampler: Sampler,
-    progress: Progress<'a>,
+    progress: Progress,
     /// Tokens of the sequence in the cache: the next position.
     len: usize,
     /// The sampled token not yet evaluated (evaluated only when another is

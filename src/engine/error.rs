@@ -31,10 +31,12 @@ pub enum LoadError {
 }
 
 /// A call on a loaded model failed.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum InferenceError {
     #[error("the model is busy with another call")]
     Busy,
+    #[error("a stream is in progress on this model: iterate it to the end, cancel() it or let it go first")]
+    StreamInProgress,
     #[error("prompt is {tokens} tokens, which does not fit in a context of {n_ctx} tokens")]
     PromptTooLong { tokens: usize, n_ctx: u32 },
     #[error("prompt is empty: it encodes to no tokens")]

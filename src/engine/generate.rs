@@ -26,6 +26,8 @@ pub enum FinishReason {
     Stop,
     /// The caller's interrupt or deadline (`GenerateParams::stop_check`) came.
     Timeout,
+    /// The caller cancelled a stream.
+    Cancelled,
 }
 
 impl FinishReason {
@@ -35,6 +37,7 @@ impl FinishReason {
             FinishReason::Length => "length",
             FinishReason::Stop => "stop",
             FinishReason::Timeout => "timeout",
+            FinishReason::Cancelled => "cancelled",
         }
     }
 }
@@ -52,19 +55,19 @@ pub struct Generation {
 }
 
 /// One sequence's side of a generation, shared by the single-sequence loop
-/// ([`run`]) and the multi-sequence one (`batch`): the limits checked before
-/// each token, and what becomes of each sampled token.
+/// ([`Generator`]) and the multi-sequence one (`batch`): the limits checked
+/// before each token, and what becomes of each sampled token.
 #[derive(Debug)]
-pub struct Progress<'a> {
-    output: Output<'a>,
+pub struct Progress {
+    output: Output,
     generated: u32,
     piece: Vec<u8>,
 }
 
-impl<'a> Progress<'a> {
-    pub fn new(params: &'a GenerateParams) -> Self {
+impl Progress {
+    pub fn new(params: &GenerateParams) -> Self {
         Self {
-            output: Output::new(&params.stop),
+            output: Output::new(params.stop.clone()),
             generated: 0,
             piece: Vec::with_capacity(32),
         }
@@ -105,6 +108,12 @@ impl<'a> Progress<'a> {
         self.generated
     }
 
+    /// The text so far, and how many bytes at its end could still turn out
+    /// to begin a stop string.
+    pub fn text(&self) -> (&str, usize) {
+        (self.output.text(), self.output.undecided_tail())
+    }
+
     pub fn finish(self, finish: FinishReason, prompt_tokens: usize, reused: usize) -> Generation {
         Generation {
             text: self.output.into_text(),
@@ -116,6 +125,96 @@ impl<'a> Progress<'a> {
     }
 }
 
+/// One generation in a [`Session`], advanced a token at a time by
+/// [`Generator::step`]: `run` drives it to the end at once, a stream one
+/// step per piece asked for. Both therefore produce the same tokens.
+pub struct Generator {
+    sampler: Sampler,
+    progress: Progress,
+    /// The sampled token not yet evaluated: the context holds the prompt and
+    /// every generated token but the last, since a sampled token is
+    /// evaluated only when another one is to follow it.
+    pending: Option<LlamaToken>,
+    prompt_tokens: usize,
+    reused: usize,
+}
+
+impl Generator {
+    /// Evaluate `prompt` in `session` (reusing the cached prefix it shares
+    /// with the prompt when `params.cache_prompt` is set), ready for the
+    /// first token. When the stop check comes during the evaluation, the
+    /// generation is over already: `Err` holds its (empty) result.
+    pub fn start(
+        session: &mut Session,
+        sampler: Sampler,
+        prompt: &[LlamaToken],
+        params: &GenerateParams,
+        claim: Option<&Claim>,
+    ) -> InferenceResult<Result<Self, Generation>> {
+        if let Some(claim) = claim {
+            session.set_threads(claim.threads());
+        }
+        session.set_stop(params.stop_check);
+        let progress = Progress::new(params);
+        let reused = match session.evaluate_prompt(prompt, params.cache_prompt) {
+            Err(InferenceError::Aborted) => {
+                return Ok(Err(progress.finish(FinishReason::Timeout, prompt.len(), 0)));
+            }
+            other => other?,
+        };
+        Ok(Ok(Self {
+            sampler,
+            progress,
+            pending: None,
+            prompt_tokens: prompt.len(),
+            reused,
+        }))
+    }
+
+    /// Sample the next token (evaluating the one before it first). Returns
+    /// why the generation ends, if it ends here.
+    pub fn step(
+        &mut self,
+        session: &mut Session,
+        model: &LlamaModel,
+        params: &GenerateParams,
+        claim: Option<&Claim>,
+    ) -> InferenceResult<Option<FinishReason>> {
+        let in_context = session.len() + usize::from(self.pending.is_some());
+        if let Some(finish) = self
+            .progress
+            .before_token(in_context, session.n_ctx(), params)
+        {
+            return Ok(Some(finish));
+        }
+        if let Some(token) = self.pending.take() {
+            if let Some(claim) = claim.filter(|_| recount_due(self.progress.generated())) {
+                session.set_threads(claim.threads());
+            }
+            match session.evaluate_token(token) {
+                Err(InferenceError::Aborted) => return Ok(Some(FinishReason::Timeout)),
+                other => other?,
+            }
+        }
+        let token = self.sampler.sample(session.logits()?)?;
+        let finish = self.progress.push(model, token);
+        if finish.is_none() {
+            self.pending = Some(token);
+        }
+        Ok(finish)
+    }
+
+    /// What has been generated so far (see [`Progress::text`]).
+    pub fn text(&self) -> (&str, usize) {
+        self.progress.text()
+    }
+
+    pub fn finish(self, finish: FinishReason) -> Generation {
+        self.progress
+            .finish(finish, self.prompt_tokens, self.reused)
+    }
+}
+
 /// Generate from `prompt` in `session`, whose cache is reused for the
 /// prefix it shares with the prompt when `params.cache_prompt` is set. On an
 /// error the session's cache may no longer match what it records, so the
@@ -123,48 +222,20 @@ impl<'a> Progress<'a> {
 pub fn run(
     session: &mut Session,
     model: &LlamaModel,
-    mut sampler: Sampler,
+    sampler: Sampler,
     prompt: &[LlamaToken],
     params: &GenerateParams,
     claim: Option<&Claim>,
 ) -> InferenceResult<Generation> {
-    let n_ctx = session.n_ctx();
-    if let Some(claim) = claim {
-        session.set_threads(claim.threads());
+    let mut generator = match Generator::start(session, sampler, prompt, params, claim)? {
+        Ok(generator) => generator,
+        Err(stopped) => return Ok(stopped),
+    };
+    loop {
+        if let Some(finish) = generator.step(session, model, params, claim)? {
+            return Ok(generator.finish(finish));
+        }
     }
-    session.set_stop(params.stop_check);
-    let mut progress = Progress::new(params);
-    let reused = match session.evaluate_prompt(prompt, params.cache_prompt) {
-        Err(InferenceError::Aborted) => {
-            return Ok(progress.finish(FinishReason::Timeout, prompt.len(), 0));
-        }
-        other => other?,
-    };
-
-    // The context holds the prompt and every generated token but the last:
-    // a sampled token is evaluated only when another one is to follow it.
-    let mut pending: Option<LlamaToken> = None;
-    let finish = loop {
-        let in_context = session.len() + usize::from(pending.is_some());
-        if let Some(finish) = progress.before_token(in_context, n_ctx, params) {
-            break finish;
-        }
-        if let Some(token) = pending.take() {
-            if let Some(claim) = claim.filter(|_| recount_due(progress.generated())) {
-                session.set_threads(claim.threads());
-            }
-            match session.evaluate_token(token) {
-                Err(InferenceError::Aborted) => break FinishReason::Timeout,
-                other => other?,
-            }
-        }
-        let token = sampler.sample(session.logits()?)?;
-        if let Some(finish) = progress.push(model, token) {
-            break finish;
-        }
-        pending = Some(token);
-    };
-    Ok(progress.finish(finish, prompt.len(), reused))
 }
 
 /// Whether the processes generating at the same time are due for a recount

@@ -14,6 +14,7 @@ pub mod probe;
 pub mod reasoning;
 pub mod sampler;
 pub mod session;
+pub mod stream;
 pub mod threads;
 
 pub use chat::{Message, Role};
@@ -21,3 +22,4 @@ pub use error::{InferenceError, LoadError};
 pub use generate::{FinishReason, Generation};
 pub use model::Model;
 pub use params::{GenerateParams, LoadParams};
+pub use stream::{Piece, PieceKind, Stream};

@@ -4,7 +4,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell, RefMut};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -18,8 +19,10 @@ use super::context::Context;
 use super::error::{InferenceError, InferenceResult, LoadError};
 use super::generate::{self, Generation};
 use super::params::{GenerateParams, LoadParams};
+use super::reasoning::Parts;
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
+use super::stream::Stream;
 use super::threads::Claim;
 
 /// ggml's default polling level, kept for a pool of fixed size.
@@ -50,6 +53,8 @@ struct Reusable {
 pub struct Model {
     model: Arc<LlamaModel>,
     reusable: RefCell<Reusable>,
+    /// A [`Stream`] holds the session: every other call is refused.
+    streaming: Cell<bool>,
     n_threads: u32,
     share_cores: bool,
     path: PathBuf,
@@ -79,6 +84,7 @@ impl Model {
         Ok(Self {
             model: Arc::new(model),
             reusable: RefCell::default(),
+            streaming: Cell::new(false),
             n_threads: params.n_threads,
             share_cores: params.share_cores,
             path: path.to_path_buf(),
@@ -87,6 +93,16 @@ impl Model {
 
     fn model(&self) -> &LlamaModel {
         &self.model
+    }
+
+    /// The llama.cpp model.
+    pub(super) fn llama(&self) -> &LlamaModel {
+        &self.model
+    }
+
+    /// Whether a stream is open on the model.
+    pub fn is_streaming(&self) -> bool {
+        self.streaming.get()
     }
 
     pub fn path(&self) -> &Path {
@@ -186,10 +202,7 @@ impl Model {
         for (i, prompt) in prompts.iter().enumerate() {
             generate::check_fits(model, prompt, params.n_ctx).map_err(|e| e.in_prompt(i))?;
         }
-        let mut reusable = self
-            .reusable
-            .try_borrow_mut()
-            .map_err(|_| InferenceError::Busy)?;
+        let mut reusable = self.reusable()?;
         let Reusable { many, grammars, .. } = &mut *reusable;
         let grammar = grammars.for_params(model, params)?;
         let shape = batch::shape_for(prompts, params, parallel);
@@ -204,7 +217,7 @@ impl Model {
             Some(c) => c,
             None => many.insert(Context::new(model, self.n_threads, shape, self.poll())?),
         };
-        let claim = self.share_cores.then(|| Claim::take(self.n_threads));
+        let claim = self.claim();
         if let Some(claim) = &claim {
             ctx.set_threads(claim.threads());
         }
@@ -233,44 +246,118 @@ impl Model {
         }
     }
 
+    /// The share of the cores a call takes, when they are shared.
+    pub(super) fn claim(&self) -> Option<Claim> {
+        self.share_cores.then(|| Claim::take(self.n_threads))
+    }
+
+    /// What the model keeps between calls, unless a call or a stream is
+    /// using it.
+    fn reusable(&self) -> InferenceResult<RefMut<'_, Reusable>> {
+        if self.streaming.get() {
+            return Err(InferenceError::StreamInProgress);
+        }
+        self.reusable
+            .try_borrow_mut()
+            .map_err(|_| InferenceError::Busy)
+    }
+
+    /// The checks, the sampler and the session of a generation from
+    /// `prompt`: the model's session when its shape fits, else a new one.
+    fn prepare(
+        &self,
+        reusable: &mut Reusable,
+        prompt: &[LlamaToken],
+        params: &GenerateParams,
+    ) -> InferenceResult<(Session, Sampler)> {
+        let model = &self.model;
+        generate::check_fits(model, prompt, params.n_ctx)?;
+        let grammar = reusable.grammars.for_params(model, params)?;
+        let sampler = Sampler::new(model, params, grammar);
+        let session = match reusable.session.take() {
+            Some(s) if s.n_ctx() == params.n_ctx && s.is_usable() => s,
+            other => {
+                // Free the old cache before allocating the new one.
+                drop(other);
+                Session::new(model, self.n_threads, params.n_ctx, self.poll())?
+            }
+        };
+        Ok((session, sampler))
+    }
+
     fn generate(
         &self,
         prompt: &[LlamaToken],
         params: &GenerateParams,
     ) -> InferenceResult<Generation> {
-        let model = &self.model;
-        let mut reusable = self
-            .reusable
-            .try_borrow_mut()
-            .map_err(|_| InferenceError::Busy)?;
-        let Reusable {
-            session, grammars, ..
-        } = &mut *reusable;
-        generate::check_fits(model, prompt, params.n_ctx)?;
-        let grammar = grammars.for_params(model, params)?;
-        let sampler = Sampler::new(model, params, grammar);
-        if session
-            .as_ref()
-            .is_some_and(|s| s.n_ctx() != params.n_ctx || !s.is_usable())
-        {
-            // Free the old cache before allocating the new one.
-            *session = None;
-        }
-        let current = match session {
-            Some(s) => s,
-            None => session.insert(Session::new(
-                model,
-                self.n_threads,
-                params.n_ctx,
-                self.poll(),
-            )?),
-        };
-        let claim = self.share_cores.then(|| Claim::take(self.n_threads));
-        let result = generate::run(current, model, sampler, prompt, params, claim.as_ref());
-        if result.is_err() {
-            *session = None;
+        let mut reusable = self.reusable()?;
+        let (mut session, sampler) = self.prepare(&mut reusable, prompt, params)?;
+        let claim = self.claim();
+        let result = generate::run(
+            &mut session,
+            self.model(),
+            sampler,
+            prompt,
+            params,
+            claim.as_ref(),
+        );
+        // After an error the cache may not match what the session records.
+        if result.is_ok() {
+            reusable.session = Some(session);
         }
         result
+    }
+
+    /// Stream the reply to a transcript (see [`Model::chat`] and [`Stream`]).
+    pub fn stream_chat(
+        self: &Rc<Self>,
+        messages: &[Message],
+        params: GenerateParams,
+    ) -> InferenceResult<Stream> {
+        let rendered = chat::render(self.model(), messages)?;
+        let tokens = self.tokenize(&rendered, true);
+        self.stream(tokens, params, Some(Parts::after_prompt(&rendered)))
+    }
+
+    /// Stream the completion of `prompt` as plain text (see [`Model::raw`]).
+    pub fn stream_raw(
+        self: &Rc<Self>,
+        prompt: &str,
+        add_bos: bool,
+        params: GenerateParams,
+    ) -> InferenceResult<Stream> {
+        let tokens = self.tokenize(prompt, add_bos);
+        self.stream(tokens, params, None)
+    }
+
+    fn stream(
+        self: &Rc<Self>,
+        prompt: Vec<LlamaToken>,
+        params: GenerateParams,
+        parts: Option<Parts>,
+    ) -> InferenceResult<Stream> {
+        let (session, sampler) = {
+            let mut reusable = self.reusable()?;
+            self.prepare(&mut reusable, &prompt, &params)?
+        };
+        self.streaming.set(true);
+        Ok(Stream::new(
+            Rc::clone(self),
+            session,
+            sampler,
+            prompt,
+            params,
+            parts,
+        ))
+    }
+
+    /// A stream ends: the model takes back its session (`None` when the
+    /// stream failed and its cache cannot be trusted) and is free again.
+    pub(super) fn return_session(&self, session: Option<Session>) {
+        self.streaming.set(false);
+        if let Ok(mut reusable) = self.reusable.try_borrow_mut() {
+            reusable.session = session;
+        }
     }
 }
 

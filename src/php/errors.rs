@@ -57,6 +57,8 @@ pub enum CallError {
         index: usize,
         offset: usize,
     },
+    #[error("a Stream is iterated once: this one is past its first piece already; its response() holds the whole result")]
+    IteratedTwice,
     #[error("{}", engine_message(.0))]
     Engine(#[from] InferenceError),
 }

@@ -12,6 +12,7 @@ mod paths;
 mod persistent;
 mod prompt;
 mod response;
+mod stream;
 mod timeout;
 
 use ext_php_rs::prelude::*;
@@ -72,5 +73,6 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<prompt::Prompt>()
         .class::<response::Response>()
         .class::<model::Model>()
+        .class::<stream::Stream>()
         .class::<grammar::Grammar>()
 }

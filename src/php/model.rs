@@ -22,6 +22,7 @@ use super::paths::allowed_path;
 use super::persistent;
 use super::prompt::Prompt;
 use super::response::Response;
+use super::stream::Stream;
 use crate::engine;
 
 /// A GGUF model loaded in this process.
@@ -36,8 +37,8 @@ pub struct Model {
 }
 
 impl Model {
-    fn open(&self) -> Result<&engine::Model, CallError> {
-        self.inner.as_deref().ok_or(CallError::Closed)
+    fn open(&self) -> Result<&Rc<engine::Model>, CallError> {
+        self.inner.as_ref().ok_or(CallError::Closed)
     }
 }
 
@@ -139,6 +140,45 @@ impl Model {
         Ok(model.raw(&prompt, addBos, &params)?.text)
     }
 
+    /// Stream the reply to `prompt`: the arguments of `chat()`, and a
+    /// `Stream` that yields the reply piece by piece as it is generated.
+    #[php(defaults(maxTokens = 128, nCtx = 2048, temperature = 0.0, seed = 1234, options = OptionsArg::none()))]
+    pub fn stream(
+        &self,
+        prompt: &Prompt,
+        maxTokens: i64,
+        nCtx: i64,
+        temperature: f64,
+        seed: i64,
+        options: OptionsArg<'_>,
+    ) -> PhpResult<Stream> {
+        let model = self.open()?;
+        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        let stream = model.stream_chat(&prompt.messages, params)?;
+        Ok(Stream::new(stream, true))
+    }
+
+    /// Stream the plain-text completion of `prompt` (the arguments of
+    /// `raw()`).
+    #[php(defaults(maxTokens = 128, nCtx = 2048, temperature = 0.0, seed = 1234, addBos = true, options = OptionsArg::none()))]
+    #[allow(clippy::too_many_arguments)]
+    pub fn raw_stream(
+        &self,
+        prompt: Binary<u8>,
+        maxTokens: i64,
+        nCtx: i64,
+        temperature: f64,
+        seed: i64,
+        addBos: bool,
+        options: OptionsArg<'_>,
+    ) -> PhpResult<Stream> {
+        let model = self.open()?;
+        let prompt = text(prompt, "prompt")?;
+        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        let stream = model.stream_raw(&prompt, addBos, params)?;
+        Ok(Stream::new(stream, false))
+    }
+
     /// Generate replies to many prompts together, as parallel sequences of
     /// one context; the results are in the order of `prompts` (a list).
     #[php(defaults(maxTokens = 128, nCtx = 2048, temperature = 0.0, seed = 1234, options = OptionsArg::none()))]
@@ -191,12 +231,16 @@ impl Model {
     /// Free the weights. Idempotent; later calls throw. A persistent model
     /// is no longer kept by the process either; another object of this
     /// request that loaded the same model keeps working until it goes.
-    pub fn close(&mut self) {
+    pub fn close(&mut self) -> PhpResult<()> {
+        if self.inner.as_ref().is_some_and(|m| m.is_streaming()) {
+            return Err(CallError::from(engine::InferenceError::StreamInProgress).into());
+        }
         if let Some(model) = self.inner.take() {
             if self.persistent {
                 persistent::forget(&model);
             }
         }
+        Ok(())
     }
 
     /// Whether the model was loaded with `persistent` (and not closed since).

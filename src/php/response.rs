@@ -38,6 +38,22 @@ impl From<Generation> for Response {
     }
 }
 
+impl Response {
+    /// The result of a plain-text completion: the answer is the whole text,
+    /// with no reasoning split off.
+    pub fn plain(g: Generation) -> Self {
+        Self {
+            answer: g.text.clone(),
+            reasoning: None,
+            text: g.text,
+            finish_reason: g.finish.as_str(),
+            tokens_generated: g.tokens_generated,
+            prompt_tokens: g.prompt_tokens,
+            cached_tokens: g.reused_tokens,
+        }
+    }
+}
+
 #[php_impl]
 impl Response {
     /// Responses come from `Model::chat()`.

@@ -1,6 +1,7 @@
 <?php
 // A minimal FastCGI client (the responder role), enough to drive PHP-FPM from
-// a test: one request per connection, the response's STDOUT returned.
+// a test: one request per connection, the response's STDOUT returned whole
+// (fcgi_get) or record by record as it arrives (fcgi_send, fcgi_next).
 
 declare(strict_types=1);
 
@@ -25,10 +26,12 @@ function fcgi_pair(string $name, string $value): string
 }
 
 /**
- * Send one GET request for $script with $query to the FastCGI server at
- * $host:$port; return [stdout, stderr] of the response, or throw.
+ * Open a connection to the FastCGI server at $host:$port and send one GET
+ * request for $script with $query; read the response with fcgi_next().
+ *
+ * @return resource
  */
-function fcgi_get(string $host, int $port, string $script, array $query, float $timeout = 60.0): array
+function fcgi_send(string $host, int $port, string $script, array $query, float $timeout = 60.0)
 {
     $socket = @stream_socket_client("tcp://$host:$port", $errno, $error, 5.0);
     if ($socket === false) {
@@ -46,18 +49,39 @@ function fcgi_get(string $host, int $port, string $script, array $query, float $
     }
     fwrite($socket, fcgi_record(FCGI_BEGIN_REQUEST, pack('nCx5', 1, 0))
         . fcgi_record(FCGI_PARAMS, $params) . fcgi_record(FCGI_PARAMS, '') . fcgi_record(FCGI_STDIN, ''));
+    return $socket;
+}
+
+/**
+ * The next record of the response on $socket, as it arrives: [type, content]
+ * (FCGI_STDOUT, FCGI_STDERR), or null once the request has ended.
+ *
+ * @param resource $socket
+ * @return array{int, string}|null
+ */
+function fcgi_next($socket): ?array
+{
+    $header = fread_exactly($socket, 8);
+    $h = unpack('Cversion/Ctype/nid/nlength/Cpadding/Creserved', $header);
+    $content = fread_exactly($socket, $h['length']);
+    fread_exactly($socket, $h['padding']);
+    return $h['type'] === FCGI_END_REQUEST ? null : [$h['type'], $content];
+}
+
+/**
+ * Send one GET request for $script with $query to the FastCGI server at
+ * $host:$port; return [stdout, stderr] of the response, or throw.
+ */
+function fcgi_get(string $host, int $port, string $script, array $query, float $timeout = 60.0): array
+{
+    $socket = fcgi_send($host, $port, $script, $query, $timeout);
     [$stdout, $stderr] = ['', ''];
-    while (true) {
-        $header = fread_exactly($socket, 8);
-        $h = unpack('Cversion/Ctype/nid/nlength/Cpadding/Creserved', $header);
-        $content = fread_exactly($socket, $h['length']);
-        fread_exactly($socket, $h['padding']);
-        if ($h['type'] === FCGI_STDOUT) {
+    while (($record = fcgi_next($socket)) !== null) {
+        [$type, $content] = $record;
+        if ($type === FCGI_STDOUT) {
             $stdout .= $content;
-        } elseif ($h['type'] === FCGI_STDERR) {
+        } elseif ($type === FCGI_STDERR) {
             $stderr .= $content;
-        } elseif ($h['type'] === FCGI_END_REQUEST) {
-            break;
         }
     }
     fclose($socket);

@@ -1,0 +1,278 @@
+//! A generation handed out piece by piece as it is produced.
+//!
+//! The stream drives the same [`Generator`] as a one-shot call, one token per
+//! step, and only when the next piece is asked for: nothing is computed
+//! between two requests, and a stream that is dropped or cancelled stops at
+//! once. While it is open it owns its model's session (context and cache),
+//! so every other call on the model is refused; the session goes back to the
+//! model when the stream ends, holding exactly the tokens it evaluated.
+//!
+//! A piece is released only when it is final: a character split across
+//! tokens waits for its last byte, a tail that could still become a stop
+//! string waits until it cannot, and (for a chat reply) a `<think>` tag cut
+//! off waits until it is whole. So the pieces, put together, are exactly the
+//! final text.
+
+use std::rc::Rc;
+
+use llama_cpp_2::token::LlamaToken;
+
+use super::error::{InferenceError, InferenceResult};
+use super::generate::{FinishReason, Generation, Generator};
+use super::model::Model;
+use super::params::GenerateParams;
+use super::reasoning::{Part, Parts};
+use super::sampler::Sampler;
+use super::session::Session;
+use super::threads::Claim;
+
+/// What a piece of a stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PieceKind {
+    /// Inside a `<think>` block of a chat reply, tags included.
+    Reasoning,
+    /// The rest of a chat reply.
+    Answer,
+    /// Plain-text completion: no parts.
+    Text,
+}
+
+impl PieceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PieceKind::Reasoning => "reasoning",
+            PieceKind::Answer => "answer",
+            PieceKind::Text => "text",
+        }
+    }
+}
+
+/// One piece of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    pub kind: PieceKind,
+    pub text: String,
+}
+
+/// Where the generation of a stream is.
+enum State {
+    /// Not begun: the prompt is evaluated when the first piece is asked for.
+    Ready {
+        sampler: Sampler,
+        prompt: Vec<LlamaToken>,
+    },
+    Running(Generator),
+    Done(Generation),
+    /// An evaluation failed; the stream reports the same error from then on.
+    Failed(InferenceError),
+}
+
+/// The resources a running stream holds: the model's session and the share
+/// of the cores. Given back together when the stream ends.
+struct Lease {
+    session: Session,
+    claim: Option<Claim>,
+}
+
+/// A generation read piece by piece (see the module documentation).
+pub struct Stream {
+    model: Rc<Model>,
+    params: GenerateParams,
+    lease: Option<Lease>,
+    state: State,
+    /// How many bytes of the text have been handed out as pieces.
+    released: usize,
+    /// How a chat reply is cut into reasoning and answer; `None` for plain
+    /// text.
+    parts: Option<Parts>,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("released", &self.released)
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+impl Stream {
+    /// A stream of the reply to `prompt` in `session`, which the model has
+    /// lent it (see `Model::lend_session`). `parts` is set for a chat reply.
+    pub(super) fn new(
+        model: Rc<Model>,
+        session: Session,
+        sampler: Sampler,
+        prompt: Vec<LlamaToken>,
+        params: GenerateParams,
+        parts: Option<Parts>,
+    ) -> Self {
+        Self {
+            model,
+            params,
+            lease: Some(Lease {
+                session,
+                claim: None,
+            }),
+            state: State::Ready { sampler, prompt },
+            released: 0,
+            parts,
+        }
+    }
+
+    /// Whether the generation has ended (or failed): no more tokens will come,
+    /// though pieces of what came may still be waiting to be handed out.
+    pub fn is_finished(&self) -> bool {
+        matches!(self.state, State::Done(_) | State::Failed(_))
+    }
+
+    /// Whether the first piece has yet to be asked for (nothing evaluated).
+    pub fn is_unstarted(&self) -> bool {
+        matches!(self.state, State::Ready { .. })
+    }
+
+    /// The next piece, generating as many tokens as it takes; `None` once
+    /// the whole text has been handed out.
+    pub fn next_piece(&mut self) -> InferenceResult<Option<Piece>> {
+        loop {
+            let (text, complete) = match &self.state {
+                State::Ready { .. } => ("", false),
+                State::Running(generator) => {
+                    let (text, undecided) = generator.text();
+                    (&text[..text.len() - undecided], false)
+                }
+                State::Done(generation) => (generation.text.as_str(), true),
+                State::Failed(e) => return Err(e.clone()),
+            };
+            if let Some(piece) = cut(&mut self.parts, text, self.released, complete) {
+                self.released += piece.text.len();
+                return Ok(Some(piece));
+            }
+            if complete {
+                return Ok(None);
+            }
+            self.advance()?;
+        }
+    }
+
+    /// Generate to the end (the pieces not yet handed out stay available)
+    /// and return the result.
+    pub fn finish(&mut self) -> InferenceResult<&Generation> {
+        while !self.is_finished() {
+            self.advance()?;
+        }
+        self.generation()
+    }
+
+    /// Stop generating now, keeping what was generated: the finish reason is
+    /// `Cancelled`, unless the generation had already ended. The model is
+    /// free again at once.
+    pub fn cancel(&mut self) {
+        let state = std::mem::replace(&mut self.state, State::Failed(InferenceError::Busy));
+        self.state = match state {
+            State::Ready { prompt, .. } => State::Done(Generation {
+                text: String::new(),
+                finish: FinishReason::Cancelled,
+                tokens_generated: 0,
+                prompt_tokens: prompt.len() as u32,
+                reused_tokens: 0,
+            }),
+            State::Running(generator) => State::Done(generator.finish(FinishReason::Cancelled)),
+            ended => ended,
+        };
+        self.give_back(true);
+    }
+
+    /// The result, once the generation has ended.
+    fn generation(&self) -> InferenceResult<&Generation> {
+        match &self.state {
+            State::Done(generation) => Ok(generation),
+            State::Failed(e) => Err(e.clone()),
+            State::Ready { .. } | State::Running(_) => Err(InferenceError::StreamInProgress),
+        }
+    }
+
+    /// One step: evaluate the prompt, or generate one token.
+    fn advance(&mut self) -> InferenceResult<()> {
+        let Some(lease) = self.lease.as_mut() else {
+            return Ok(());
+        };
+        let state = std::mem::replace(&mut self.state, State::Failed(InferenceError::Busy));
+        if matches!(state, State::Ready { .. }) {
+            // The share of the cores is taken when generation begins.
+            lease.claim = self.model.claim();
+        }
+        let claim = lease.claim.as_ref();
+        let outcome = match state {
+            State::Ready { sampler, prompt } => {
+                match Generator::start(&mut lease.session, sampler, &prompt, &self.params, claim) {
+                    Ok(Ok(generator)) => Ok(State::Running(generator)),
+                    Ok(Err(stopped)) => Ok(State::Done(stopped)),
+                    Err(e) => Err(e),
+                }
+            }
+            State::Running(mut generator) => {
+                let step =
+                    generator.step(&mut lease.session, self.model.llama(), &self.params, claim);
+                match step {
+                    Ok(None) => Ok(State::Running(generator)),
+                    Ok(Some(finish)) => Ok(State::Done(generator.finish(finish))),
+                    Err(e) => Err(e),
+                }
+            }
+            ended => Ok(ended),
+        };
+        match outcome {
+            Ok(state) => {
+                self.state = state;
+                if self.is_finished() {
+                    self.give_back(true);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // The cache may no longer match what the session records.
+                self.state = State::Failed(e.clone());
+                self.give_back(false);
+                Err(e)
+            }
+        }
+    }
+
+    /// End the lease: the session goes back to the model when it is
+    /// `consistent`, and the model is free for other calls.
+    fn give_back(&mut self, consistent: bool) {
+        if let Some(lease) = self.lease.take() {
+            self.model
+                .return_session(consistent.then_some(lease.session));
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // A stream dropped mid-generation leaves the cache as it is: the
+        // prompt and the tokens evaluated so far, which is what the session
+        // records.
+        self.give_back(true);
+    }
+}
+
+/// The next piece of `text[from..]` (see [`Parts::next`]); plain text is one
+/// piece of everything there is.
+fn cut(parts: &mut Option<Parts>, text: &str, from: usize, complete: bool) -> Option<Piece> {
+    if from >= text.len() {
+        return None;
+    }
+    let (kind, end) = match parts {
+        None => (PieceKind::Text, text.len()),
+        Some(parts) => match parts.next(text, from, complete)? {
+            (Part::Reasoning, end) => (PieceKind::Reasoning, end),
+            (Part::Answer, end) => (PieceKind::Answer, end),
+        },
+    };
+    (end > from).then(|| Piece {
+        kind,
+        text: text[from..end].to_owned(),
+    })
+}
