@@ -23,6 +23,14 @@ printf(
     $ms,
 );
 
+// Streaming: the reply piece by piece, as it is generated.
+echo "Streamed: ";
+foreach ($model->stream(Prompt::user('Name three colours.'), maxTokens: 24) as $piece) {
+    echo $piece;
+    flush();
+}
+echo "\n";
+
 // Many prompts decoded together, one result per prompt, in order.
 $capitals = $model->chatMany(array_map(fn ($c) => Prompt::user("What is the capital of $c? One word."), ['Italy', 'Japan']), maxTokens: 8);
 echo "Many: ", implode(' | ', array_map(fn ($r) => trim($r->answer()), $capitals)), "\n";
