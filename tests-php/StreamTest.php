@@ -531,4 +531,43 @@ final class StreamTest extends InferTestCase
         $this->assertSame(self::fresh()->chat(Prompt::user($question), maxTokens: 8, nCtx: 4096)->text(), $end['text'] ?? json_encode($lines));
         $this->assertStringNotContainsString('exited', $fpm->log(), 'no worker died');
     }
+
+    /** examples/stream-endpoint.php under `php -S`: Server-Sent Events, one per piece, then `done`. */
+    public function testTheServerSentEventsExampleStreamsTheReply(): void
+    {
+        $probe = stream_socket_server('tcp://127.0.0.1:0');
+        $port = (int) substr(strrchr(stream_socket_get_name($probe, false), ':'), 1);
+        fclose($probe);
+        $endpoint = (string) realpath(__DIR__ . '/../examples/stream-endpoint.php');
+        $server = proc_open(
+            [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-S', "127.0.0.1:$port", $endpoint],
+            [1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
+            $pipes,
+            null,
+            ['INFER_MODEL' => self::modelPath()],
+        );
+        try {
+            $question = 'Name two fruits.';
+            $deadline = microtime(true) + 20;
+            do {
+                $body = @file_get_contents("http://127.0.0.1:$port/?" . http_build_query(['q' => $question]));
+                if ($body === false) {
+                    usleep(100000);
+                }
+            } while ($body === false && microtime(true) < $deadline);
+            $this->assertIsString($body, 'the server answered');
+            $this->assertNotEmpty(preg_grep('~^Content-Type: text/event-stream~i', $http_response_header ?? []), implode("\n", $http_response_header ?? []));
+            preg_match_all('/^event: (\w+)\ndata: (.*)\n\n/m', $body, $events, PREG_SET_ORDER);
+            $done = array_pop($events);
+            $this->assertSame('done', $done[1] ?? null, $body);
+            $answer = implode('', array_map(static fn (array $e): string => json_decode($e[2]), $events));
+            $expected = self::fresh()->chat(Prompt::system('You are a helpful assistant.')->withUser($question), maxTokens: 256);
+            $this->assertSame($expected->text(), $answer);
+            $this->assertSame(['answer'], array_values(array_unique(array_column($events, 1))));
+            $this->assertSame($expected->finishReason(), json_decode($done[2], true)['finish']);
+        } finally {
+            proc_terminate($server);
+            proc_close($server);
+        }
+    }
 }
