@@ -15,6 +15,8 @@
 
 declare(strict_types=1);
 
+require __DIR__ . '/support.php';
+
 use Displace\Infer\Model;
 use Displace\Infer\Prompt;
 
@@ -24,13 +26,6 @@ if ($argc < 2) {
 }
 $model = Model::load($argv[1]);
 $pairs = (int) ($argv[2] ?? 7);
-
-function median(array $xs): float
-{
-    sort($xs);
-    $n = count($xs);
-    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
-}
 
 $schemas = [
     'order extraction (enums, date, list of objects with a patterned SKU and a bounded quantity)' => [

@@ -12,6 +12,8 @@
 // shorter than its evaluation, so that the stop comes in the middle of it.
 declare(strict_types=1);
 
+require __DIR__ . '/support.php';
+
 use Displace\Infer\{Model, Prompt};
 
 if ($argc < 2) {
@@ -23,19 +25,6 @@ $runs = (int) ($argv[2] ?? 5);
 $story = Prompt::user('Write a very long story about a dragon who learns to read.');
 $long = Prompt::user(str_repeat('The library opens at nine and closes at five. Books can be renewed online. ', 150));
 $off = ['cache_prompt' => false];
-
-function ms(callable $fn): array
-{
-    $t = hrtime(true);
-    $r = $fn();
-    return [(hrtime(true) - $t) / 1e6, $r];
-}
-
-function median(array $xs): float
-{
-    sort($xs);
-    return $xs[intdiv(count($xs), 2)];
-}
 
 // Baselines: one token of generation, one batch of prompt.
 $model->chat($story, maxTokens: 8);

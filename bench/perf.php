@@ -9,6 +9,8 @@
 // this process; each figure is the median of several runs after a warm-up.
 declare(strict_types=1);
 
+require __DIR__ . '/support.php';
+
 use Displace\Infer\{Grammar, Model, Prompt};
 
 [$model_path, $tools] = [$argv[1] ?? '', $argv[2] ?? ''];
@@ -18,13 +20,6 @@ if (!is_file($model_path) || !is_dir($tools)) {
     exit(2);
 }
 const RUNS = 7;
-
-function median(array $xs): float
-{
-    sort($xs);
-    $n = count($xs);
-    return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
-}
 
 /** Median wall time of $f in milliseconds, after one untimed warm-up call. */
 function time_ms(callable $f, int $runs = RUNS): float

@@ -16,6 +16,8 @@
 //    generated tokens (generation) and prompt batches (prompt evaluation).
 declare(strict_types=1);
 
+require __DIR__ . '/support.php';
+
 use Displace\Infer\{Model, Prompt};
 
 require __DIR__ . '/../examples/extraction.php';
@@ -27,19 +29,6 @@ if ($argc < 2) {
 $model = Model::load($argv[1]);
 $runs = (int) ($argv[2] ?? 7);
 $off = ['cache_prompt' => false];
-
-function ms(callable $fn): array
-{
-    $t = hrtime(true);
-    $r = $fn();
-    return [(hrtime(true) - $t) / 1e6, $r];
-}
-
-function median(array $xs): float
-{
-    sort($xs);
-    return $xs[intdiv(count($xs), 2)];
-}
 
 function fail(string $why): never
 {

@@ -7,8 +7,10 @@ namespace Displace\Infer\Tests;
 use Displace\Infer\Model;
 use Displace\Infer\ModelLoadException;
 use Displace\Infer\Prompt;
+use Displace\Infer\Tests\Support\BuiltInServer;
 use Displace\Infer\Tests\Support\Fpm;
 
+require_once __DIR__ . '/support/BuiltInServer.php';
 require_once __DIR__ . '/support/Fpm.php';
 require_once __DIR__ . '/../examples/extraction.php';
 
@@ -294,29 +296,9 @@ final class PersistentModelTest extends InferTestCase
     /** `php -S` serves requests from one process: the second request finds the model of the first. */
     public function testThePhpBuiltInServerKeepsTheModelAcrossRequests(): void
     {
-        $probe = stream_socket_server('tcp://127.0.0.1:0');
-        $port = (int) substr(strrchr(stream_socket_get_name($probe, false), ':'), 1);
-        fclose($probe);
-        $endpoint = (string) realpath(__DIR__ . '/../examples/extract-endpoint.php');
-        $server = proc_open(
-            [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-S', "127.0.0.1:$port", $endpoint],
-            [1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
-            $pipes,
-            null,
-            ['INFER_MODEL' => self::modelPath()],
-        );
+        $server = new BuiltInServer((string) realpath(__DIR__ . '/../examples/extract-endpoint.php'), self::modelPath());
         try {
-            $get = static function (string $note) use ($port): ?array {
-                $deadline = microtime(true) + 20;
-                do {
-                    $body = @file_get_contents("http://127.0.0.1:$port/?" . http_build_query(['note' => $note]));
-                    if ($body !== false) {
-                        return json_decode($body, true);
-                    }
-                    usleep(100000);
-                } while (microtime(true) < $deadline);
-                return null;
-            };
+            $get = static fn (string $note): ?array => json_decode($server->get(['note' => $note])[0] ?? 'null', true);
             $first = $get('Maria is 31 years old and lives in Lisbon.');
             $second = $get('Tom, a 52-year-old baker from Leeds.');
             $expected = \extract_person(Model::load(self::modelPath()), 'Maria is 31 years old and lives in Lisbon.')->json();
@@ -325,8 +307,7 @@ final class PersistentModelTest extends InferTestCase
             $this->assertSame($first['pid'], $second['pid']);
             $this->assertGreaterThan(self::model()->countTokens(\EXTRACTION_INSTRUCTIONS . \EXTRACTION_EXAMPLES), $second['cached'], 'the second request found the first one\'s cache');
         } finally {
-            proc_terminate($server);
-            proc_close($server);
+            $server->stop();
         }
     }
 }

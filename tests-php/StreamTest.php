@@ -8,6 +8,7 @@ use Displace\Infer\InferenceException;
 use Displace\Infer\Model;
 use Displace\Infer\Prompt;
 use Displace\Infer\Stream;
+use Displace\Infer\Tests\Support\BuiltInServer;
 use Displace\Infer\Tests\Support\Fpm;
 
 use function Displace\Infer\Tests\Support\fcgi_next;
@@ -15,6 +16,7 @@ use function Displace\Infer\Tests\Support\fcgi_send;
 
 use const Displace\Infer\Tests\Support\FCGI_STDOUT;
 
+require_once __DIR__ . '/support/BuiltInServer.php';
 require_once __DIR__ . '/support/Fpm.php';
 
 /**
@@ -535,28 +537,11 @@ final class StreamTest extends InferTestCase
     /** examples/stream-endpoint.php under `php -S`: Server-Sent Events, one per piece, then `done`. */
     public function testTheServerSentEventsExampleStreamsTheReply(): void
     {
-        $probe = stream_socket_server('tcp://127.0.0.1:0');
-        $port = (int) substr(strrchr(stream_socket_get_name($probe, false), ':'), 1);
-        fclose($probe);
-        $endpoint = (string) realpath(__DIR__ . '/../examples/stream-endpoint.php');
-        $server = proc_open(
-            [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-S', "127.0.0.1:$port", $endpoint],
-            [1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
-            $pipes,
-            null,
-            ['INFER_MODEL' => self::modelPath()],
-        );
+        $server = new BuiltInServer((string) realpath(__DIR__ . '/../examples/stream-endpoint.php'), self::modelPath());
         try {
             $question = 'Name two fruits.';
-            $deadline = microtime(true) + 20;
-            do {
-                $body = @file_get_contents("http://127.0.0.1:$port/?" . http_build_query(['q' => $question]));
-                if ($body === false) {
-                    usleep(100000);
-                }
-            } while ($body === false && microtime(true) < $deadline);
-            $this->assertIsString($body, 'the server answered');
-            $this->assertNotEmpty(preg_grep('~^Content-Type: text/event-stream~i', $http_response_header ?? []), implode("\n", $http_response_header ?? []));
+            [$body, $headers] = $server->get(['q' => $question]) ?? ['', []];
+            $this->assertNotEmpty(preg_grep('~^Content-Type: text/event-stream~i', $headers), implode("\n", $headers));
             preg_match_all('/^event: (\w+)\ndata: (.*)\n\n/m', $body, $events, PREG_SET_ORDER);
             $done = array_pop($events);
             $this->assertSame('done', $done[1] ?? null, $body);
@@ -566,8 +551,7 @@ final class StreamTest extends InferTestCase
             $this->assertSame(['answer'], array_values(array_unique(array_column($events, 1))));
             $this->assertSame($expected->finishReason(), json_decode($done[2], true)['finish']);
         } finally {
-            proc_terminate($server);
-            proc_close($server);
+            $server->stop();
         }
     }
 }
