@@ -168,7 +168,7 @@ impl Stream {
     /// `Cancelled`, unless the generation had already ended. The model is
     /// free again at once.
     pub fn cancel(&mut self) {
-        let state = std::mem::replace(&mut self.state, State::Failed(InferenceError::Busy));
+        let state = self.take_state();
         self.state = match state {
             State::Ready { prompt, .. } => State::Done(Generation {
                 text: String::new(),
@@ -183,6 +183,12 @@ impl Stream {
         self.give_back(true);
     }
 
+    /// The state, moved out to be replaced (every caller puts one back
+    /// before it returns; the stand-in is never seen).
+    fn take_state(&mut self) -> State {
+        std::mem::replace(&mut self.state, State::Failed(InferenceError::Busy))
+    }
+
     /// The result, once the generation has ended.
     fn generation(&self) -> InferenceResult<&Generation> {
         match &self.state {
@@ -194,10 +200,20 @@ impl Stream {
 
     /// One step: evaluate the prompt, or generate one token.
     fn advance(&mut self) -> InferenceResult<()> {
+        let state = self.take_state();
         let Some(lease) = self.lease.as_mut() else {
+            // The lease ends with the generation, so a stream without one
+            // has ended; were it not so, stepping on would never end.
+            self.state = match state {
+                ended @ (State::Done(_) | State::Failed(_)) => ended,
+                State::Ready { .. } | State::Running(_) => {
+                    State::Failed(InferenceError::DecodeFailed {
+                        detail: "the stream no longer holds the model's context".to_owned(),
+                    })
+                }
+            };
             return Ok(());
         };
-        let state = std::mem::replace(&mut self.state, State::Failed(InferenceError::Busy));
         if matches!(state, State::Ready { .. }) {
             // The share of the cores is taken when generation begins.
             lease.claim = self.model.claim();
