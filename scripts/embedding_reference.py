@@ -58,6 +58,18 @@ with the head rebuilt from SEED exactly as convert_minilm.py --rank-head draws
 it (rank_head() below). "probabilities" is sigmoid(score), the usual reading
 of a one-logit cross-encoder; llama.cpp itself returns the raw score.
 
+Tokens: Hugging Face's tokenizer and llama.cpp's WPM tokenizer
+(src/llama-vocab.cpp, llm_tokenizer_wpm_session, on the converted vocabulary)
+give the same ids for ordinary text, accents (stripped), CJK ideographs, Greek,
+Cyrillic, emoji, punctuation, control characters and Unicode spaces. They
+differ (checked against the extension's libllama) on: words over 100
+characters (HF: [UNK]; llama.cpp: word pieces); Hangul syllables (llama.cpp's
+NFD maps a code point to one code point, so only the leading consonant jamo
+survives); spacing combining marks such as Devanagari vowel signs (llama.cpp
+drops every \p{M}, HF only Mn); literal "[CLS]"-style text (HF always maps it
+to the special id, llama.cpp only when tokenizing with parse_special). The
+"tokens" output lets a test compare ids before it compares vectors.
+
 --gelu tanh swaps BERT's exact erf GELU for the tanh approximation that
 ggml's GELU computes (llama.cpp's BERT FFN is LLM_FFN_GELU). Measured against
 llama.cpp itself (the llama-cpp-sys-2 0.1.161 build this project links) on
