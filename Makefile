@@ -6,6 +6,10 @@ MODEL_FILE := models/SmolLM2-135M-Instruct.Q4_1.gguf
 # Point INFER_MODEL at another GGUF file to run the demo and the tests on it.
 INFER_MODEL ?= $(CURDIR)/$(MODEL_FILE)
 export INFER_MODEL
+# The embedding model (all-MiniLM-L6-v2, converted to GGUF by make embedding-model).
+EMBEDDING_MODEL_FILE := models/all-MiniLM-L6-v2.F16.gguf
+INFER_EMBEDDING_MODEL ?= $(CURDIR)/$(EMBEDDING_MODEL_FILE)
+export INFER_EMBEDDING_MODEL
 EXT := $(CURDIR)/target/release/libinfer.so
 # The tests (Rust and PHP) read both paths from here.
 INFER_EXTENSION := $(EXT)
@@ -14,7 +18,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream
+.PHONY: demo test deps build model embedding-model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream
 
 demo: build model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -30,12 +34,15 @@ build: deps
 model:
 	@bash scripts/fetch-model.sh $(MODEL_FILE)
 
+embedding-model: deps
+	@bash scripts/fetch-embedding-model.sh $(EMBEDDING_MODEL_FILE)
+
 test-rust: deps model
 	# One test at a time: tests that run the model each start llama.cpp threads,
 	# and oversubscribed cores make its spinning barriers crawl.
 	cargo test --release $(CORE) -- --test-threads=1
 
-test-php: build model
+test-php: build model embedding-model
 	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist
 
 lint:

@@ -14,6 +14,8 @@ ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || ls /usr/lib/x86_64-linux
 php -r 'exit(extension_loaded("mbstring") ? 0 : 1);' >/dev/null 2>&1 || missing+=(php-mbstring)
 php -r 'exit(extension_loaded("dom") && extension_loaded("xml") ? 0 : 1);' >/dev/null 2>&1 || missing+=(php-xml)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
+# python3 -m venv: scripts/fetch-embedding-model.sh converts the embedding model in a virtualenv.
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 # PHP-FPM: tests-php/FpmTest.php starts two workers to test worker reuse.
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || missing+=(php-fpm)
 
