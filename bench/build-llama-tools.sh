@@ -15,7 +15,8 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/target/llama-tools"
 SDIST_VERSION=0.3.36
 
-if [ -x "$OUT/bin/llama-completion" ] && [ -x "$OUT/bin/llama-bench" ] && [ -x "$OUT/bin/llama-batched-bench" ]; then
+if [ -x "$OUT/bin/llama-completion" ] && [ -x "$OUT/bin/llama-bench" ] && [ -x "$OUT/bin/llama-batched-bench" ] \
+    && [ -x "$OUT/bin/llama-embedding" ]; then
     exit 0
 fi
 
@@ -38,20 +39,22 @@ rm -rf "$WORK/llama.cpp"
 cp -r "$SYS" "$WORK/llama.cpp"
 # llama-batched-bench (the baseline of bench/chat_many.php) is under tools/ in
 # recent trees and under examples/ in older ones.
-for tool in completion llama-bench batched-bench; do
+# llama-embedding (the baseline of bench/embeddings.php) is under examples/.
+for tool in completion llama-bench batched-bench embedding; do
     src="$SDIST/tools/$tool"
     [ -d "$src" ] || src="$SDIST/examples/$tool"
     rm -rf "$WORK/llama.cpp/tools/$tool"
     cp -r "$src" "$WORK/llama.cpp/tools/$tool"
 done
-# Only those three tools are configured.
-printf 'add_subdirectory(completion)\nadd_subdirectory(llama-bench)\nadd_subdirectory(batched-bench)\n' > "$WORK/llama.cpp/tools/CMakeLists.txt"
+# Only those four tools are configured.
+printf 'add_subdirectory(completion)\nadd_subdirectory(llama-bench)\nadd_subdirectory(batched-bench)\nadd_subdirectory(embedding)\n' > "$WORK/llama.cpp/tools/CMakeLists.txt"
 
 cmake -S "$WORK/llama.cpp" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
     -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON >/dev/null
-cmake --build "$WORK/build" --config Release -j "$(nproc)" --target llama-completion llama-bench llama-batched-bench
+cmake --build "$WORK/build" --config Release -j "$(nproc)" --target llama-completion llama-bench llama-batched-bench llama-embedding
 mkdir -p "$OUT/bin"
-cp "$WORK/build/bin/llama-completion" "$WORK/build/bin/llama-bench" "$WORK/build/bin/llama-batched-bench" "$OUT/bin/"
-echo "Built llama-completion, llama-bench and llama-batched-bench in $OUT/bin"
+cp "$WORK/build/bin/llama-completion" "$WORK/build/bin/llama-bench" "$WORK/build/bin/llama-batched-bench" \
+    "$WORK/build/bin/llama-embedding" "$OUT/bin/"
+echo "Built llama-completion, llama-bench, llama-batched-bench and llama-embedding in $OUT/bin"

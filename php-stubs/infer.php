@@ -50,7 +50,7 @@ final class Model
      * Load a GGUF model.
      *
      * @param string $path path of a .gguf file; it must be within open_basedir when that is set
-     * @param array{n_gpu_layers?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool} $options
+     * @param array{n_gpu_layers?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank'} $options
      *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0);
      *        use_mmap: map the weights instead of reading them (default true);
      *        use_mlock: lock the weights in RAM (default false);
@@ -60,6 +60,10 @@ final class Model
      *        that a later load() of the same file (same device, inode, size and mtime) with the same options
      *        returns it at once (default false). At most infer.max_persistent_models (php.ini, default 2) are
      *        kept per process, the least recently used evicted.
+     *        embedding: make embed() and embedMany() available (default false; generation works either way);
+     *        pooling: how the token vectors of a text become one ('none', 'mean', 'cls', 'last' or 'rank';
+     *        only with embedding; default: what the GGUF declares). 'rank' gives a cross-encoder's scores;
+     *        'none' gives a vector per token, which embed() refuses.
      *        An unknown key or a value of the wrong type or range throws.
      * @throws ModelLoadException
      */
@@ -139,6 +143,26 @@ final class Model
      * @throws InferenceException
      */
     public function rawMany(array $prompts, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): array {}
+
+    /**
+     * The embedding of $text. The model must be loaded with 'embedding' => true; the text gets the special tokens
+     * the model's tokenizer adds to a sequence (BERT's [CLS] and [SEP]) and must fit in contextLength() tokens:
+     * a longer text throws, naming both lengths (it is never cut silently).
+     *
+     * @throws InferenceException for a model not loaded for embeddings, pooling 'none', an empty text, a text that is
+     *         not UTF-8 or holds a NUL byte, a text longer than the context
+     */
+    public function embed(string $text): Embedding {}
+
+    /**
+     * The embeddings of $texts, in order: the texts are packed into as few llama.cpp batches as the context allows
+     * (several texts per evaluation), which gives embed()'s vectors (to float tolerance) in less time.
+     *
+     * @param list<string> $texts a list (keys 0, 1, 2, ... in order); an empty list gives an empty list
+     * @return list<Embedding>
+     * @throws InferenceException as embed(), naming the text's index (texts[3]: ...)
+     */
+    public function embedMany(array $texts): array {}
 
     /**
      * Free the weights. Idempotent; any later call on the model throws InferenceException.
@@ -406,4 +430,112 @@ final class Stream implements \Iterator
      * @throws InferenceException
      */
     public function finishReason(): string {}
+}
+
+/**
+ * The embedding of a text: float32 values as llama.cpp computes them (not normalised; see normalize()).
+ */
+final class Embedding
+{
+    /**
+     * Embeddings come from Model::embed() and Model::embedMany() (or fromVector() / fromPacked()).
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /**
+     * An embedding from stored values, to compare with new ones.
+     *
+     * @param list<int|float> $values a list of finite numbers, kept as float32
+     * @throws InferenceException for a value that is not a finite number that fits a float32, or an array that is not a list
+     */
+    public static function fromVector(array $values): Embedding {}
+
+    /**
+     * An embedding from the bytes packed() returned (little-endian float32).
+     *
+     * @throws InferenceException when the length is not a multiple of 4 or a value is not finite
+     */
+    public static function fromPacked(string $bytes): Embedding {}
+
+    /**
+     * The values (float32 widened to PHP floats, exactly).
+     *
+     * @return list<float>
+     */
+    public function vector(): array {}
+
+    /** How many values. */
+    public function dimensions(): int {}
+
+    /** The values as little-endian float32 bytes, byte for byte pack('g*', ...$this->vector()). */
+    public function packed(): string {}
+
+    /** The Euclidean length. */
+    public function norm(): float {}
+
+    /** This embedding scaled to length 1; a zero vector is returned unchanged. */
+    public function normalize(): Embedding {}
+
+    /**
+     * The cosine of the angle between the two vectors, from -1 to 1; 0 when either is a zero vector.
+     *
+     * @throws InferenceException when the dimensions differ
+     */
+    public function cosineSimilarity(Embedding $other): float {}
+}
+
+/**
+ * A model that scores how relevant documents are to a query, in (0, 1), one of two ways:
+ * - a cross-encoder (a GGUF that declares rank pooling, as llama.cpp's conversion of bge-reranker does) reads the
+ *   query and the document together ([BOS] query [EOS] [SEP] document [EOS], each where the vocabulary adds it);
+ *   the score is the sigmoid of its classification head's output;
+ * - any other instruct model (with a chat template) is asked, in Qwen3-Reranker's words, whether the document meets
+ *   the query; the score is P(yes) / (P(yes) + P(no)) from its next-token logits, "yes" counting the tokens "yes"
+ *   and "Yes", "no" the tokens "no" and "No" (the capitalised forms where they are single tokens).
+ */
+final class RerankModel
+{
+    /**
+     * Rerank models come from RerankModel::load().
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /**
+     * Load a GGUF reranker.
+     *
+     * @param array{n_gpu_layers?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, n_ctx?: int, instruction?: string} $options
+     *        n_gpu_layers, use_mmap, use_mlock, n_threads: as for Model::load();
+     *        n_ctx: the tokens a query and a document may take together (int >= 1, default 4096, at most the model's
+     *        trained context); instruction: what relevance means, for an instruct model (default: "Given a web search
+     *        query, retrieve relevant passages that answer the query"; a cross-encoder has none).
+     * @throws ModelLoadException also for a model that is not a cross-encoder and has no chat template, or whose
+     *         vocabulary has no single token for "yes" or "no"
+     */
+    public static function load(string $path, array $options = []): RerankModel {}
+
+    /**
+     * How relevant $document is to $query, in (0, 1).
+     *
+     * @throws InferenceException when the pair does not fit in n_ctx, a string is not UTF-8 or holds a NUL byte
+     */
+    public function score(string $query, string $document): float {}
+
+    /**
+     * $documents best first, ties in input order. The documents are scored together: for an instruct model, what
+     * comes before the document (system prompt, instruction, query) is evaluated once and several documents per
+     * batch after it.
+     *
+     * @param list<string> $documents
+     * @param int|null $topK keep the first $topK (>= 1); null keeps all
+     * @return list<array{index: int, score: float}> index: the document's position in $documents
+     * @throws InferenceException as score(), naming the document's index; for $topK < 1
+     */
+    public function rank(string $query, array $documents, ?int $topK = null): array {}
+
+    /** Free the weights. Idempotent; later calls throw InferenceException. */
+    public function close(): void {}
 }

@@ -10,6 +10,8 @@ use Displace\Infer\Model;
 use Displace\Infer\Prompt;
 use Displace\Infer\Response;
 use Displace\Infer\Stream;
+use Displace\Infer\Embedding;
+use Displace\Infer\RerankModel;
 
 /** The module and the shape of its classes. */
 final class ExtensionTest extends InferTestCase
@@ -35,6 +37,8 @@ final class ExtensionTest extends InferTestCase
             'Message' => [Message::class, 'Prompt::messages()'],
             'Response' => [Response::class, 'Model::chat()'],
             'Stream' => [Stream::class, 'Model::stream() or Model::rawStream()'],
+            'Embedding' => [Embedding::class, 'Model::embed() or Model::embedMany()'],
+            'RerankModel' => [RerankModel::class, 'RerankModel::load()'],
         ];
     }
 
@@ -70,6 +74,8 @@ final class ExtensionTest extends InferTestCase
             'Message' => [fn () => Prompt::user('hi')->messages()[0]],
             'Response' => [fn () => self::model()->chat(Prompt::user('hi'), maxTokens: 1)],
             'Stream' => [fn () => Model::load(self::modelPath())->stream(Prompt::user('hi'), maxTokens: 1)],
+            'Embedding' => [fn () => Embedding::fromVector([1.0, 2.0])],
+            'RerankModel' => [fn () => RerankModel::load(EmbeddingModel::rankTestPath())],
         ];
     }
 

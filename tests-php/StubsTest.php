@@ -48,6 +48,7 @@ final class StubsTest extends InferTestCase
     {
         $this->assertSame(
             [
+                'Displace\\Infer\\Embedding',
                 'Displace\\Infer\\Grammar',
                 'Displace\\Infer\\InferException',
                 'Displace\\Infer\\InferenceException',
@@ -55,6 +56,7 @@ final class StubsTest extends InferTestCase
                 'Displace\\Infer\\Model',
                 'Displace\\Infer\\ModelLoadException',
                 'Displace\\Infer\\Prompt',
+                'Displace\\Infer\\RerankModel',
                 'Displace\\Infer\\Response',
                 'Displace\\Infer\\Stream',
             ],

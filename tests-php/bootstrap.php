@@ -10,4 +10,5 @@ if (!extension_loaded('infer')) {
 
 require __DIR__ . '/support/gguf.php';
 require __DIR__ . '/support/DefaultModel.php';
+require __DIR__ . '/support/EmbeddingModel.php';
 require __DIR__ . '/InferTestCase.php';

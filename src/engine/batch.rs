@@ -43,11 +43,7 @@ pub fn shape_for(prompts: &[Vec<LlamaToken>], params: &GenerateParams, parallel:
     let longest = prompts.iter().map(Vec::len).max().unwrap_or(1) as u64;
     let wanted = (longest + u64::from(params.max_tokens)).div_ceil(CELL_STEP) * CELL_STEP;
     let n_ctx = wanted.min(u64::from(params.n_ctx)) as u32;
-    Shape {
-        n_ctx,
-        n_seq,
-        n_batch: MAX_BATCH.max(n_seq),
-    }
+    Shape::logits(n_ctx, n_seq, MAX_BATCH.max(n_seq))
 }
 
 /// One prompt being generated in one sequence of the context.

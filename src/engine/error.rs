@@ -26,6 +26,8 @@ pub enum LoadError {
     Rejected { path: PathBuf, detail: String },
     #[error("n_threads = {n_threads} is outside the range llama.cpp supports (1 to {max})")]
     ThreadCount { n_threads: u32, max: u32 },
+    #[error("{} cannot rerank: {reason}", .path.display())]
+    CannotRerank { path: PathBuf, reason: String },
     #[error("llama.cpp backend could not be initialised: {reason}")]
     Backend { reason: String },
 }
@@ -70,6 +72,22 @@ pub enum InferenceError {
     /// it had evaluated before is dropped from the cache again.
     #[error("the evaluation was stopped by the time limit")]
     Aborted,
+    #[error("the model was not loaded for embeddings")]
+    NotForEmbeddings,
+    #[error("the model's pooling is none, which gives a vector per token, not one per text")]
+    NoPooling,
+    #[error("text is empty")]
+    EmptyText,
+    #[error("text is {tokens} tokens, more than the model's context of {max}")]
+    TextTooLong { tokens: usize, max: u32 },
+    #[error("query and document are {tokens} tokens together, more than the context of {n_ctx}")]
+    PairTooLong { tokens: usize, n_ctx: u32 },
+    #[error("{} {index}: {source}", .list.item())]
+    InList {
+        list: List,
+        index: usize,
+        source: Box<InferenceError>,
+    },
     #[error("llama.cpp rejected the grammar: {detail}")]
     GrammarRejected { detail: String },
     #[error(
@@ -79,6 +97,26 @@ pub enum InferenceError {
 }
 
 impl InferenceError {
+    /// This error, as the error of the `index`-th item of `list`.
+    pub fn in_list(self, list: List, index: usize) -> Self {
+        match self {
+            already @ InferenceError::InList { .. } => already,
+            other => InferenceError::InList {
+                list,
+                index,
+                source: Box::new(other),
+            },
+        }
+    }
+
+    /// This error without the position in a list (for a call on one item).
+    pub fn outside_list(self) -> Self {
+        match self {
+            InferenceError::InList { source, .. } => *source,
+            other => other,
+        }
+    }
+
     /// This error, as the error of the `index`-th prompt of a call with many.
     pub fn in_prompt(self, index: usize) -> Self {
         match self {
@@ -87,6 +125,32 @@ impl InferenceError {
                 index,
                 source: Box::new(other),
             },
+        }
+    }
+}
+
+/// The lists of a call whose items an error can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum List {
+    /// The texts to embed.
+    Texts,
+    /// The documents to rank.
+    Documents,
+}
+
+impl List {
+    pub fn name(self) -> &'static str {
+        match self {
+            List::Texts => "texts",
+            List::Documents => "documents",
+        }
+    }
+
+    /// What one item is called.
+    pub fn item(self) -> &'static str {
+        match self {
+            List::Texts => "text",
+            List::Documents => "document",
         }
     }
 }

@@ -15,10 +15,11 @@ use llama_cpp_2::token::LlamaToken;
 use super::backend::{backend, clear_diagnostics, take_diagnostics};
 use super::batch;
 use super::chat::{self, Message};
-use super::context::Context;
-use super::error::{InferenceError, InferenceResult, LoadError};
+use super::context::{Context, Shape};
+use super::embed;
+use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::generate::{self, Generation};
-use super::params::{GenerateParams, LoadParams};
+use super::params::{GenerateParams, LoadParams, Pooling, StopCheck};
 use super::reasoning::Parts;
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
@@ -41,6 +42,9 @@ struct Reusable {
     /// kept for the next call of the same shape (creating one costs a
     /// graph reservation and the KV allocation).
     many: Option<Context>,
+    /// The embeddings context of the last `embed_many`, kept for the next
+    /// call of the same shape.
+    embedder: Option<Context>,
     grammars: GrammarCache,
 }
 
@@ -57,6 +61,8 @@ pub struct Model {
     streaming: Cell<bool>,
     n_threads: u32,
     share_cores: bool,
+    /// Loaded for embeddings, with this pooling (`None`: the GGUF's).
+    embedding: Option<Option<Pooling>>,
     path: PathBuf,
 }
 
@@ -87,6 +93,7 @@ impl Model {
             streaming: Cell::new(false),
             n_threads: params.n_threads,
             share_cores: params.share_cores,
+            embedding: params.embedding.then_some(params.pooling),
             path: path.to_path_buf(),
         })
     }
@@ -243,6 +250,106 @@ impl Model {
             0
         } else {
             FIXED_POLL
+        }
+    }
+
+    /// The pooled embedding of each of `texts`, in order (see
+    /// [`embed::embed`]). Each text gets the special tokens the model's
+    /// tokenizer adds to a sequence (BERT's `[CLS]` and `[SEP]`), and must
+    /// fit in the context the model was trained for. `stop` ends the call
+    /// with `InferenceError::Aborted` when it comes.
+    pub fn embed_many(&self, texts: &[String], stop: StopCheck) -> InferenceResult<Vec<Vec<f32>>> {
+        if self.embedding.is_none() {
+            return Err(InferenceError::NotForEmbeddings);
+        }
+        let max = self.context_length();
+        let tokens = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let tokens = self.tokenize(text, true);
+                if text.is_empty() {
+                    Err(InferenceError::EmptyText.in_list(List::Texts, i))
+                } else if max > 0 && tokens.len() > max as usize {
+                    Err(InferenceError::TextTooLong {
+                        tokens: tokens.len(),
+                        max,
+                    }
+                    .in_list(List::Texts, i))
+                } else {
+                    Ok(tokens)
+                }
+            })
+            .collect::<InferenceResult<Vec<_>>>()?;
+        self.embed_tokens(&tokens, stop)
+    }
+
+    /// The pooled output of each of `texts` (already tokenized and checked
+    /// against the context), in order.
+    pub(super) fn embed_tokens(
+        &self,
+        texts: &[Vec<LlamaToken>],
+        stop: StopCheck,
+    ) -> InferenceResult<Vec<Vec<f32>>> {
+        let Some(pooling) = self.embedding else {
+            return Err(InferenceError::NotForEmbeddings);
+        };
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut reusable = self
+            .reusable
+            .try_borrow_mut()
+            .map_err(|_| InferenceError::Busy)?;
+        let longest = texts.iter().map(Vec::len).max().unwrap_or(1);
+        let shape = embed::shape_for(longest, pooling);
+        let embedder = &mut reusable.embedder;
+        if embedder
+            .as_ref()
+            .is_some_and(|c| c.shape() != shape || !c.is_usable())
+        {
+            *embedder = None;
+        }
+        let ctx = match embedder {
+            Some(c) => c,
+            None => embedder.insert(Context::new(
+                &self.model,
+                self.n_threads,
+                shape,
+                self.poll(),
+            )?),
+        };
+        let claim = self.claim();
+        if let Some(claim) = &claim {
+            ctx.set_threads(claim.threads());
+        }
+        ctx.set_stop(stop);
+        let result = embed::embed(ctx, texts);
+        if result.is_err() {
+            *embedder = None;
+        }
+        result
+    }
+
+    /// A new context of `shape` for this model, with its threads.
+    pub(super) fn new_context(&self, shape: Shape) -> InferenceResult<Context> {
+        Context::new(&self.model, self.n_threads, shape, self.poll())
+    }
+
+    /// The pooling the GGUF declares (`{arch}.pooling_type`), if any.
+    pub fn declared_pooling(&self) -> Option<Pooling> {
+        let arch = self.model().meta_val_str("general.architecture").ok()?;
+        let value = self
+            .model()
+            .meta_val_str(&format!("{arch}.pooling_type"))
+            .ok()?;
+        match value.trim().parse::<i32>().ok()? {
+            0 => Some(Pooling::None),
+            1 => Some(Pooling::Mean),
+            2 => Some(Pooling::Cls),
+            3 => Some(Pooling::Last),
+            4 => Some(Pooling::Rank),
+            _ => None,
         }
     }
 

@@ -18,6 +18,48 @@ pub struct LoadParams {
     /// time (see `engine::threads`), instead of always running `n_threads`.
     /// On by default; a caller that fixes `n_threads` turns it off.
     pub share_cores: bool,
+    /// Make the model able to compute embeddings (`Model::embed_many`).
+    pub embedding: bool,
+    /// How token embeddings become one vector per text; `None`: what the
+    /// GGUF declares.
+    pub pooling: Option<Pooling>,
+}
+
+/// How the embeddings of a text's tokens become one vector (llama.cpp's
+/// pooling types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pooling {
+    /// No pooling: one vector per token.
+    None,
+    Mean,
+    /// The first token's vector.
+    Cls,
+    /// The last token's vector.
+    Last,
+    /// A cross-encoder's classification head: scores instead of a vector.
+    Rank,
+}
+
+impl Pooling {
+    /// Every pooling, with its name.
+    pub const ALL: [(Pooling, &'static str); 5] = [
+        (Pooling::None, "none"),
+        (Pooling::Mean, "mean"),
+        (Pooling::Cls, "cls"),
+        (Pooling::Last, "last"),
+        (Pooling::Rank, "rank"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map_or("none", |(_, name)| name)
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(p, _)| *p)
+    }
 }
 
 /// Most threads one context may use: ggml's `GGML_MAX_N_THREADS`. ggml
@@ -46,6 +88,8 @@ impl Default for LoadParams {
             use_mlock: false,
             n_threads: default_threads(),
             share_cores: true,
+            embedding: false,
+            pooling: None,
         }
     }
 }

@@ -35,11 +35,7 @@ impl Session {
             ctx: Context::new(
                 model,
                 n_threads,
-                Shape {
-                    n_ctx,
-                    n_seq: 1,
-                    n_batch: n_ctx.min(MAX_BATCH),
-                },
+                Shape::logits(n_ctx, 1, n_ctx.min(MAX_BATCH)),
                 poll,
             )?,
             cached: Vec::new(),

@@ -57,6 +57,20 @@ pub enum CallError {
         index: usize,
         offset: usize,
     },
+    #[error("cannot compare embeddings of {left} and {right} dimensions (they come from different models)")]
+    DimensionMismatch { left: usize, right: usize },
+    #[error("{what} is not valid UTF-8 (invalid byte at offset {offset})")]
+    TextNotUtf8 { what: String, offset: usize },
+    #[error(
+        "packed embedding is {bytes} bytes, not a whole number of float32 values (4 bytes each)"
+    )]
+    PackedLength { bytes: usize },
+    #[error("packed embedding holds a value that is not a finite number at index {index}")]
+    PackedNotFinite { index: usize },
+    #[error("internal error: {0}")]
+    Internal(String),
+    #[error("{what} contains a NUL byte at offset {offset}")]
+    NulByte { what: String, offset: usize },
     #[error("a Stream is iterated once: this one is past its first piece already; its response() holds the whole result")]
     IteratedTwice,
     #[error("{}", engine_message(.0))]
@@ -84,6 +98,21 @@ fn engine_message(e: &InferenceError) -> String {
             }
             other => format!("prompt {index}: {}", engine_message(other)),
         },
+        InferenceError::NotForEmbeddings => {
+            "the model was not loaded for embeddings: load it with ['embedding' => true]".to_owned()
+        }
+        InferenceError::NoPooling => "the model was loaded with 'pooling' => 'none', which gives a vector per token: load it with 'mean', 'cls' or 'last' (or leave 'pooling' out to use the GGUF's)".to_owned(),
+        InferenceError::TextTooLong { tokens, max } => format!(
+            "text is {tokens} tokens, more than the model's context of {max} (contextLength()); shorten or split it"
+        ),
+        InferenceError::InList {
+            list,
+            index,
+            source,
+        } => format!("{}[{index}]: {}", list.name(), engine_message(source)),
+        InferenceError::PairTooLong { tokens, n_ctx } => format!(
+            "query and document are {tokens} tokens together, more than the context of {n_ctx} (option n_ctx, at most the model's trained context)"
+        ),
         InferenceError::NoChatTemplate => {
             "model has no chat template; use raw() with a prompt you format yourself".to_owned()
         }

@@ -2,6 +2,7 @@
 //! engine, and map its errors to exceptions; nothing else happens here.
 
 mod convert;
+mod embedding;
 mod errors;
 mod exceptions;
 mod grammar;
@@ -11,6 +12,7 @@ mod options;
 mod paths;
 mod persistent;
 mod prompt;
+mod rerank_model;
 mod response;
 mod stream;
 mod timeout;
@@ -72,7 +74,9 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<message::Message>()
         .class::<prompt::Prompt>()
         .class::<response::Response>()
+        .class::<embedding::Embedding>()
         .class::<model::Model>()
         .class::<stream::Stream>()
         .class::<grammar::Grammar>()
+        .class::<rerank_model::RerankModel>()
 }

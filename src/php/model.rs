@@ -15,6 +15,7 @@ use ext_php_rs::prelude::*;
 use ext_php_rs::types::{ZendHashTable, Zval};
 
 use super::convert::{self, OptionsArg};
+use super::embedding::Embedding;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
 use super::options::{generate_params, load_request, many_params};
@@ -44,12 +45,12 @@ impl Model {
 
 /// The items of the `prompts` list of `chatMany()` / `rawMany()`, each read
 /// by `read` (None: not what the method takes, `expected`).
-fn prompt_list<'a, T>(
+pub(super) fn prompt_list<'a, T>(
     prompts: &'a ZendHashTable,
+    what: &'static str,
     expected: &'static str,
     read: impl Fn(usize, &'a Zval) -> Option<Result<T, CallError>>,
 ) -> Result<Vec<T>, CallError> {
-    let what = "prompts";
     let items = convert::list_items(prompts).map_err(|(position, key)| CallError::NotAList {
         what,
         position,
@@ -69,6 +70,28 @@ fn prompt_list<'a, T>(
             })
         })
         .collect()
+}
+
+/// A text to embed: UTF-8 without NUL bytes; `what` names it in the error.
+pub(super) fn embed_text(bytes: Vec<u8>, what: &str) -> Result<String, CallError> {
+    if let Some(offset) = bytes.iter().position(|&b| b == 0) {
+        return Err(CallError::NulByte {
+            what: what.to_owned(),
+            offset,
+        });
+    }
+    convert::utf8(bytes).map_err(|offset| CallError::TextNotUtf8 {
+        what: what.to_owned(),
+        offset,
+    })
+}
+
+/// What stops an embedding call: PHP's time limit.
+pub(super) fn stop_check() -> engine::params::StopCheck {
+    engine::params::StopCheck {
+        interrupt: Some(super::timeout::timed_out),
+        deadline: None,
+    }
 }
 
 /// A string argument as text; `what` names it in the error.
@@ -192,9 +215,12 @@ impl Model {
         options: OptionsArg<'_>,
     ) -> PhpResult<Vec<Response>> {
         let model = self.open()?;
-        let transcripts = prompt_list(prompts, "a Displace\\Infer\\Prompt", |_, item| {
-            <&Prompt>::from_zval(item.dereference()).map(|p| Ok(p.messages.clone()))
-        })?;
+        let transcripts = prompt_list(
+            prompts,
+            "prompts",
+            "a Displace\\Infer\\Prompt",
+            |_, item| <&Prompt>::from_zval(item.dereference()).map(|p| Ok(p.messages.clone())),
+        )?;
         let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
         let generations = model.chat_many(&transcripts, &params, parallel)?;
         Ok(generations.into_iter().map(Response::from).collect())
@@ -214,7 +240,7 @@ impl Model {
         options: OptionsArg<'_>,
     ) -> PhpResult<Vec<String>> {
         let model = self.open()?;
-        let texts = prompt_list(prompts, "a string", |index, item| {
+        let texts = prompt_list(prompts, "prompts", "a string", |index, item| {
             convert::string_bytes(item).map(|bytes| {
                 convert::utf8(bytes.to_vec()).map_err(|offset| CallError::ElementNotUtf8 {
                     what: "prompts",
@@ -226,6 +252,28 @@ impl Model {
         let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
         let generations = model.raw_many(&texts, addBos, &params, parallel)?;
         Ok(generations.into_iter().map(|g| g.text).collect())
+    }
+
+    /// The embedding of `text` (a model loaded with `embedding`).
+    pub fn embed(&self, text: Binary<u8>) -> PhpResult<Embedding> {
+        let model = self.open()?;
+        let text = embed_text(text.into(), "text")?;
+        let mut vectors = model
+            .embed_many(&[text], stop_check())
+            .map_err(|e| e.outside_list())?;
+        Ok(Embedding::from(vectors.pop().unwrap_or_default()))
+    }
+
+    /// The embeddings of `texts` (a list of strings), in order, computed in
+    /// as few batches as the context allows.
+    pub fn embed_many(&self, texts: &ZendHashTable) -> PhpResult<Vec<Embedding>> {
+        let model = self.open()?;
+        let texts = prompt_list(texts, "texts", "a string", |index, item| {
+            convert::string_bytes(item)
+                .map(|bytes| embed_text(bytes.to_vec(), &format!("texts[{index}]")))
+        })?;
+        let vectors = model.embed_many(&texts, stop_check())?;
+        Ok(vectors.into_iter().map(Embedding::from).collect())
     }
 
     /// Free the weights. Idempotent; later calls throw. A persistent model

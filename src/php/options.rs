@@ -8,7 +8,8 @@ use ext_php_rs::types::Zval;
 use super::convert::{self, describe, php_float, OptionsArg};
 use super::errors::{CallError, LoadCallError};
 use crate::engine::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
-use crate::engine::params::{seed_from, Constraint, MAX_THREADS};
+use crate::engine::params::{seed_from, Constraint, Pooling, MAX_THREADS};
+use crate::engine::rerank::RerankParams;
 use crate::engine::{GenerateParams, LoadParams};
 use crate::grammar::CheckedGbnf;
 use crate::schema::ConvertOptions;
@@ -33,6 +34,8 @@ pub const LOAD_KEYS: &[&str] = &[
     "use_mlock",
     "n_threads",
     "persistent",
+    "embedding",
+    "pooling",
 ];
 
 /// What `Model::load()` was asked for.
@@ -121,25 +124,83 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
     let mut persistent = false;
     for (key, value) in options.entries(|i| Problem::integer_key(i, LOAD_KEYS))? {
         match key.as_str() {
-            "n_gpu_layers" => {
-                params.n_gpu_layers = int_in(&key, value, 0, "an int >= 0")?;
-            }
-            "n_threads" => {
-                let what = format!("an int between 1 and {MAX_THREADS}");
-                params.n_threads = convert::int(value)
-                    .filter(|n| (1..=i64::from(MAX_THREADS)).contains(n))
-                    .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| Problem::wrong(&key, &what, value))?;
-                // The caller's count, always: no sharing with other processes.
-                params.share_cores = false;
-            }
-            "use_mmap" => params.use_mmap = flag(&key, value)?,
-            "use_mlock" => params.use_mlock = flag(&key, value)?,
             "persistent" => persistent = flag(&key, value)?,
-            _ => return Err(Problem::unknown(&key, LOAD_KEYS).into()),
+            "embedding" => params.embedding = flag(&key, value)?,
+            "pooling" => params.pooling = Some(pooling(&key, value)?),
+            _ => weights_option(&mut params, &key, value, LOAD_KEYS)?,
         }
     }
+    if params.pooling.is_some() && !params.embedding {
+        return Err(Problem::new(
+            "pooling",
+            "applies to embeddings only: add 'embedding' => true",
+        )
+        .into());
+    }
     Ok(LoadRequest { params, persistent })
+}
+
+/// The keys `RerankModel::load()` accepts.
+pub const RERANK_KEYS: &[&str] = &[
+    "n_gpu_layers",
+    "use_mmap",
+    "use_mlock",
+    "n_threads",
+    "n_ctx",
+    "instruction",
+];
+
+/// Tokens a query and a document may take together, unless the caller says.
+pub const DEFAULT_RERANK_CTX: u32 = 4096;
+
+/// Read `RerankModel::load()` options.
+pub fn rerank_params(options: OptionsArg<'_>) -> Result<RerankParams, LoadCallError> {
+    let mut params = RerankParams {
+        load: LoadParams::default(),
+        n_ctx: DEFAULT_RERANK_CTX,
+        instruction: None,
+    };
+    for (key, value) in options.entries(|i| Problem::integer_key(i, RERANK_KEYS))? {
+        match key.as_str() {
+            "n_ctx" => params.n_ctx = int_in(&key, value, 1, "an int >= 1")?,
+            "instruction" => {
+                let text = convert::string(value)
+                    .filter(|t| !t.contains('\0'))
+                    .ok_or_else(|| {
+                        Problem::wrong(&key, "a UTF-8 string without NUL bytes", value)
+                    })?;
+                params.instruction = Some(text);
+            }
+            _ => weights_option(&mut params.load, &key, value, RERANK_KEYS)?,
+        }
+    }
+    Ok(params)
+}
+
+/// The options of how a model's weights are loaded and run, shared by
+/// `Model::load()` and `RerankModel::load()`; any other key is unknown.
+fn weights_option(
+    params: &mut LoadParams,
+    key: &str,
+    value: &Zval,
+    known: &[&str],
+) -> Result<(), Problem> {
+    match key {
+        "n_gpu_layers" => params.n_gpu_layers = int_in(key, value, 0, "an int >= 0")?,
+        "n_threads" => {
+            let what = format!("an int between 1 and {MAX_THREADS}");
+            params.n_threads = convert::int(value)
+                .filter(|n| (1..=i64::from(MAX_THREADS)).contains(n))
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| Problem::wrong(key, &what, value))?;
+            // The caller's count, always: no sharing with other processes.
+            params.share_cores = false;
+        }
+        "use_mmap" => params.use_mmap = flag(key, value)?,
+        "use_mlock" => params.use_mlock = flag(key, value)?,
+        _ => return Err(Problem::unknown(key, known)),
+    }
+    Ok(())
 }
 
 /// The positional arguments of `chat()` / `raw()`, checked, and then their
@@ -279,6 +340,16 @@ fn deadline(key: &str, value: &Zval) -> Result<Option<Instant>, Problem> {
     Ok(Duration::try_from_secs_f64(seconds)
         .ok()
         .and_then(|d| Instant::now().checked_add(d)))
+}
+
+/// One of the pooling names.
+fn pooling(key: &str, value: &Zval) -> Result<Pooling, Problem> {
+    convert::string(value)
+        .and_then(|name| Pooling::from_name(&name))
+        .ok_or_else(|| {
+            let names: Vec<String> = Pooling::ALL.iter().map(|(_, n)| format!("'{n}'")).collect();
+            Problem::wrong(key, &format!("one of {}", names.join(", ")), value)
+        })
 }
 
 fn flag(key: &str, value: &Zval) -> Result<bool, Problem> {
