@@ -49,6 +49,13 @@ echo "   ", $response->answer(), "\n";
 var_export($response->json());
 echo "\n";
 
+// Embeddings (all-MiniLM-L6-v2, `make embedding-model`): similar sentences
+// have similar vectors. examples/semantic-search.php searches and reranks.
+$embedder = Model::load(getenv('INFER_EMBEDDING_MODEL') ?: __DIR__ . '/../models/all-MiniLM-L6-v2.F16.gguf', ['embedding' => true]);
+[$a, $b, $c] = $embedder->embedMany(['A man is eating food.', 'A man is eating a piece of bread.', 'The girl is carrying a baby.']);
+printf("\nEmbeddings: cosine(eating food, eating bread) = %.2f, cosine(eating food, carrying a baby) = %.2f\n",
+    $a->cosineSimilarity($b), $a->cosineSimilarity($c));
+
 // A deadline: the call stops after 0.2 s with what it has ('timeout').
 $story = $model->chat(Prompt::user('Tell a very long story.'), maxTokens: 2000, options: ['timeout' => 0.2]);
 printf("\nA long story cut at 0.2 s: %d tokens, finish: %s\n", $story->tokensGenerated(), $story->finishReason());
