@@ -9,6 +9,7 @@ use Displace\Infer\InferenceException;
 use Displace\Infer\InferException;
 use Displace\Infer\Model;
 use Displace\Infer\ModelLoadException;
+use Displace\Infer\RerankModel;
 
 /**
  * Model::embed() / embedMany() and Embedding, on all-MiniLM-L6-v2 (converted
@@ -253,6 +254,7 @@ final class EmbeddingTest extends InferTestCase
             'unknown pooling' => [['embedding' => true, 'pooling' => 'avg'], "option \"pooling\" must be one of 'none', 'mean', 'cls', 'last', 'rank', got string"],
             'pooling not a string' => [['embedding' => true, 'pooling' => 1], 'option "pooling" must be one of'],
             'pooling without embedding' => [['pooling' => 'mean'], "option \"pooling\" applies to embeddings only: add 'embedding' => true"],
+            'rank pooling without a head' => [['embedding' => true, 'pooling' => 'rank'], "pooling 'rank' needs a cross-encoder, and " . EmbeddingModel::path() . ' declares no rank pooling'],
         ];
     }
 
@@ -260,6 +262,20 @@ final class EmbeddingTest extends InferTestCase
     public function testBadEmbeddingOptionsThrowNamingTheKey(array $options, string $message): void
     {
         $this->assertThrows(ModelLoadException::class, $message, fn () => Model::load(EmbeddingModel::path(), $options));
+    }
+
+    public function testACrossEncoderLoadedAsAModelEmbedsToItsScore(): void
+    {
+        // Rank pooling (declared by the GGUF, or asked for) gives the head's
+        // output: one number, the raw score RerankModel puts through a sigmoid.
+        $pair = ['What is the capital of France?', 'The capital of France is Paris.'];
+        $reference = EmbeddingModel::reference(['pairs' => [$pair], 'seed' => EmbeddingModel::RANK_SEED], ['--rank']);
+        foreach ([[], ['pooling' => 'rank']] as $extra) {
+            $model = Model::load(EmbeddingModel::rankTestPath(), ['embedding' => true] + $extra);
+            $raw = $model->embed($pair[0])->vector();
+            $this->assertCount(1, $raw);
+        }
+        $this->assertEqualsWithDelta($reference['probabilities'][0], RerankModel::load(EmbeddingModel::rankTestPath())->score(...$pair), 1e-3);
     }
 
     public function testEmbeddingIsAFinalClassWithoutConstructor(): void

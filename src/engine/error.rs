@@ -26,6 +26,8 @@ pub enum LoadError {
     Rejected { path: PathBuf, detail: String },
     #[error("n_threads = {n_threads} is outside the range llama.cpp supports (1 to {max})")]
     ThreadCount { n_threads: u32, max: u32 },
+    #[error("pooling 'rank' needs a cross-encoder, and {} declares no rank pooling (it has no classification head)", .path.display())]
+    NoRankHead { path: PathBuf },
     #[error("{} cannot rerank: {reason}", .path.display())]
     CannotRerank { path: PathBuf, reason: String },
     #[error("llama.cpp backend could not be initialised: {reason}")]

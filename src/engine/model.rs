@@ -87,7 +87,7 @@ impl Model {
                 detail: take_diagnostics().unwrap_or_else(|| e.to_string()),
             }
         })?;
-        Ok(Self {
+        let loaded = Self {
             model: Arc::new(model),
             reusable: RefCell::default(),
             streaming: Cell::new(false),
@@ -95,7 +95,19 @@ impl Model {
             share_cores: params.share_cores,
             embedding: params.embedding.then_some(params.pooling),
             path: path.to_path_buf(),
-        })
+        };
+        // Rank pooling reads a classification head, which only a
+        // cross-encoder has; without one llama.cpp would return a number
+        // from the hidden state instead of a score.
+        if params.embedding
+            && params.pooling == Some(Pooling::Rank)
+            && loaded.declared_pooling() != Some(Pooling::Rank)
+        {
+            return Err(LoadError::NoRankHead {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(loaded)
     }
 
     fn model(&self) -> &LlamaModel {
