@@ -45,6 +45,26 @@ fn cases() -> Vec<Case> {
             vec![],
         ),
         case(
+            "not enum of neighbouring integers drops the empty gap between them",
+            json!({"type": "integer", "minimum": 1024, "maximum": 65535, "not": {"enum": [6379, 6380, 43215]}}),
+            vec![
+                json!(1024),
+                json!(6378),
+                json!(6381),
+                json!(43214),
+                json!(43216),
+                json!(65535),
+            ],
+            vec![
+                json!(6379),
+                json!(6380),
+                json!(43215),
+                json!(1023),
+                json!(65536),
+                json!(6379.5),
+            ],
+        ),
+        case(
             "null",
             json!({"type": "null"}),
             vec![json!(null)],

@@ -38,8 +38,16 @@ pub fn emit(
         used_names: HashMap::new(),
         def_rules: vec![None; defs.nodes.len()],
         pending: Vec::new(),
+        empty_range: None,
     };
-    let root_expr = e.expr(root, "root")?.ok_or("the schema matches no value")?;
+    let root_expr = match e.expr(root, "root")? {
+        Some(x) => x,
+        None => {
+            return Err(e
+                .empty_range
+                .unwrap_or_else(|| "the schema matches no value".to_owned()))
+        }
+    };
     e.define("root".to_owned(), root_expr);
     while let Some(id) = e.pending.pop() {
         let name = e
@@ -49,9 +57,11 @@ pub fn emit(
             .flatten()
             .ok_or("internal: unnamed $ref rule")?;
         let node = defs.get(id).ok_or("internal: $ref target missing")?;
-        let expr = e
-            .expr(node, &name)?
-            .ok_or("internal: unproductive $ref emitted")?;
+        let Some(expr) = e.expr(node, &name)? else {
+            return Err(e
+                .empty_range
+                .unwrap_or_else(|| "internal: unproductive $ref emitted".to_owned()));
+        };
         e.define(name, expr);
     }
     // `root ::= x` where nothing else uses x: give x's body to root.
@@ -93,6 +103,9 @@ struct Emitter<'a> {
     used_names: HashMap<String, usize>,
     def_rules: Vec<Option<String>>,
     pending: Vec<usize>,
+    /// Why the first numeric range that matched nothing did: a union drops
+    /// such a branch, and a schema left with nothing reports it.
+    empty_range: Option<String>,
 }
 
 impl Emitter<'_> {
@@ -214,8 +227,14 @@ impl Emitter<'_> {
             Node::Never => return Ok(None),
             Node::Null => Expr::lit("null"),
             Node::Bool => self.shared("boolean"),
-            Node::Int(range) => self.integer(range)?,
-            Node::Num(range) => self.number(range)?,
+            Node::Int(range) => match self.integer(range) {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+            Node::Num(range) => match self.number(range) {
+                Some(x) => x,
+                None => return Ok(None),
+            },
             Node::Str(s) => self.string(s, hint)?,
             Node::Enum(values) => Expr::alt(
                 values
@@ -263,18 +282,34 @@ impl Emitter<'_> {
         }))
     }
 
-    fn integer(&mut self, range: &NumRange) -> Result<Expr, String> {
+    /// The integers of `range`, or `None` when it holds none (a branch of
+    /// a union such as `not: {enum: [6379, 6380]}` leaves between two
+    /// neighbours).
+    fn integer(&mut self, range: &NumRange) -> Option<Expr> {
         if range.min.is_none() && range.max.is_none() {
-            return Ok(self.shared("integer"));
+            return Some(self.shared("integer"));
         }
-        numeric::integer_range(range.min.as_ref(), range.max.as_ref()).map_err(|e| e.to_string())
+        let expr = numeric::integer_range(range.min.as_ref(), range.max.as_ref());
+        self.range_or_none(expr)
     }
 
-    fn number(&mut self, range: &NumRange) -> Result<Expr, String> {
+    /// The numbers of `range`, or `None` when it holds none.
+    fn number(&mut self, range: &NumRange) -> Option<Expr> {
         if range.min.is_none() && range.max.is_none() {
-            return Ok(self.shared("number"));
+            return Some(self.shared("number"));
         }
-        numeric::number_range(range.min.as_ref(), range.max.as_ref()).map_err(|e| e.to_string())
+        let expr = numeric::number_range(range.min.as_ref(), range.max.as_ref());
+        self.range_or_none(expr)
+    }
+
+    fn range_or_none(&mut self, expr: Result<Expr, numeric::RangeError>) -> Option<Expr> {
+        match expr {
+            Ok(x) => Some(x),
+            Err(e) => {
+                self.empty_range.get_or_insert_with(|| e.to_string());
+                None
+            }
+        }
     }
 
     fn string(&mut self, s: &StrNode, hint: &str) -> Result<Expr, String> {
