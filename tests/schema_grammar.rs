@@ -65,6 +65,12 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "an object that declares no property takes any keys",
+            json!({"type": "object", "minProperties": 1}),
+            vec![json!({"a": 1}), json!({"x": [true], "y": {"z": null}})],
+            vec![json!({}), json!([]), json!("{}")],
+        ),
+        case(
             "null",
             json!({"type": "null"}),
             vec![json!(null)],

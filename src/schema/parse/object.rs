@@ -16,9 +16,17 @@ impl<'a> Ctx<'a> {
         depth: usize,
     ) -> Result<Node, SchemaError> {
         let (min_props, max_props) = counts(map, ptr, "minProperties", "maxProperties")?;
-        // What an absent `required` / `additionalProperties` means.
+        // What an absent `required` / `additionalProperties` means. An
+        // object that declares no property at all is open whatever the
+        // policy: closed, it could only be `{}`, which is never what such a
+        // schema's author means (`{"type": "object", "minProperties": 1}`
+        // would match nothing).
+        let declares = map.get("properties").is_some_and(|v| match v {
+            Value::Object(props) => !props.is_empty(),
+            other => !self.is_empty_map(other),
+        }) || map.contains_key("patternProperties");
         let (required_by_default, closed_by_default) = match self.object_defaults {
-            ObjectDefaults::Strict => (true, true),
+            ObjectDefaults::Strict => (true, declares),
         };
         let additional = match map.get("additionalProperties") {
             None if closed_by_default => Node::Never,
