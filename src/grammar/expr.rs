@@ -191,6 +191,24 @@ impl Expr {
         }
     }
 
+    /// The alternation of `words` as a prefix tree: words that share a start
+    /// share its literal, and the alternatives where they part are grouped
+    /// (single last characters into one class). A grammar engine then
+    /// follows one branch per character instead of one per word, which for
+    /// a large enum is the difference between a few and thousands of parse
+    /// stacks at every token. Where the words would nest deeper than
+    /// [`TRIE_DEPTH`] groups, the plain alternation is returned.
+    pub fn trie<'a>(words: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut words: Vec<&str> = words.into_iter().collect();
+        words.sort_unstable();
+        words.dedup();
+        if words.is_empty() {
+            return Expr::Alt(Vec::new());
+        }
+        trie_of(&words, TRIE_DEPTH)
+            .unwrap_or_else(|| Expr::alt(words.iter().map(|w| Expr::lit(*w))))
+    }
+
     /// `self` with every subtree equal to `from` replaced by `to`.
     pub fn replace(&self, from: &Expr, to: &Expr) -> Expr {
         if self == from {
@@ -441,9 +459,191 @@ pub fn render(rules: &[Rule]) -> String {
     out
 }
 
+/// How deep [`Expr::trie`] nests its groups at most: each group is a rule
+/// in llama.cpp's parse, and its parser recurses into them.
+pub const TRIE_DEPTH: usize = 48;
+
+/// The prefix tree of `words` (sorted, distinct), or `None` when it would
+/// nest deeper than `depth` groups.
+fn trie_of(words: &[&str], depth: usize) -> Option<Expr> {
+    let mut alts = Vec::new();
+    let mut leaves: Vec<(char, char)> = Vec::new();
+    let mut optional = false;
+    let mut i = 0;
+    while i < words.len() {
+        let word = words[i];
+        let Some(first) = word.chars().next() else {
+            optional = true;
+            i += 1;
+            continue;
+        };
+        // Sorted: the words that start with `first` follow each other.
+        let end = i + words[i..]
+            .iter()
+            .take_while(|w| w.starts_with(first))
+            .count();
+        let group = &words[i..end];
+        i = end;
+        if let [only] = group {
+            if only.chars().count() == 1 {
+                leaves.push((first, first));
+            } else {
+                alts.push(Expr::lit(*only));
+            }
+            continue;
+        }
+        // The start the whole group shares (at least `first`).
+        let shared = group
+            .iter()
+            .skip(1)
+            .fold(group[0].len(), |n, w| n.min(common_prefix_len(group[0], w)));
+        let rest: Vec<&str> = group.iter().map(|w| &w[shared..]).collect();
+        let tail = trie_of(&rest, depth.checked_sub(1)?)?;
+        alts.push(Expr::seq([Expr::lit(&group[0][..shared]), tail]));
+    }
+    if !leaves.is_empty() {
+        alts.push(Expr::class(&merge_ranges(leaves)));
+    }
+    // A word that ends here is the empty alternative (not `?`: llama.cpp
+    // copies the rules of a repeated group).
+    if optional {
+        alts.push(Expr::empty());
+    }
+    Some(match alts.len() {
+        0 => Expr::empty(),
+        _ => Expr::alt(alts),
+    })
+}
+
+/// The length in bytes of the longest common prefix of `a` and `b`, on a
+/// character boundary.
+fn common_prefix_len(a: &str, b: &str) -> usize {
+    a.char_indices()
+        .zip(b.chars())
+        .find(|((_, x), y)| x != y)
+        .map_or(a.len().min(b.len()), |((at, _), _)| at)
+}
+
+/// Sorted, distinct single characters as ranges of consecutive ones.
+fn merge_ranges(mut chars: Vec<(char, char)>) -> Vec<(char, char)> {
+    chars.sort_unstable();
+    let mut out: Vec<(char, char)> = Vec::with_capacity(chars.len());
+    for (c, _) in chars {
+        match out.last_mut() {
+            Some((_, hi)) if (*hi as u32) + 1 == c as u32 => *hi = c,
+            _ => out.push((c, c)),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `e` as a Rust regex, to judge its language with another engine.
+    fn to_regex(e: &Expr) -> String {
+        match e {
+            Expr::Lit(s) => regex::escape(s),
+            Expr::Class { negated, ranges } => {
+                let body: String = ranges
+                    .iter()
+                    .map(|(a, b)| {
+                        format!(
+                            "{}-{}",
+                            regex::escape(&a.to_string()),
+                            regex::escape(&b.to_string())
+                        )
+                    })
+                    .collect();
+                format!("[{}{body}]", if *negated { "^" } else { "" })
+            }
+            Expr::Seq(items) => items
+                .iter()
+                .map(|x| format!("(?:{})", to_regex(x)))
+                .collect(),
+            Expr::Alt(items) => format!(
+                "(?:{})",
+                items
+                    .iter()
+                    .map(|x| format!("(?:{})", to_regex(x)))
+                    .collect::<Vec<_>>()
+                    .join("|")
+            ),
+            Expr::Repeat { expr, min, max } => format!(
+                "(?:{}){{{min},{}}}",
+                to_regex(expr),
+                max.map_or(String::new(), |m| m.to_string())
+            ),
+            Expr::Rule(name) => panic!("rule {name} in a trie"),
+        }
+    }
+
+    #[test]
+    fn a_trie_matches_exactly_its_words() {
+        let sets: Vec<Vec<String>> = vec![
+            (1..=2000).map(|n| n.to_string()).collect(),
+            [
+                "a", "ab", "abc", "b", "ba", "", "é", "éa", "\"x\"", "\"xy\"",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            [
+                "\"red\"",
+                "\"green\"",
+                "\"grey\"",
+                "\"greyhound\"",
+                "null",
+                "1.5",
+                "15",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        ];
+        for words in &sets {
+            let trie = Expr::trie(words.iter().map(String::as_str));
+            let re = regex::Regex::new(&format!("^(?:{})$", to_regex(&trie))).expect("regex");
+            for w in words {
+                assert!(re.is_match(w), "{w:?} in {}", trie.to_gbnf());
+            }
+            for w in words {
+                for probe in [format!("{w}0"), format!("{w}a"), format!("x{w}")] {
+                    assert_eq!(re.is_match(&probe), words.contains(&probe), "{probe:?}");
+                }
+                let mut cut = w.clone();
+                if cut.pop().is_some() {
+                    assert_eq!(re.is_match(&cut), words.contains(&cut), "{cut:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_trie_of_numbers_shares_prefixes() {
+        let words: Vec<String> = (1..=100_000).map(|n| n.to_string()).collect();
+        let trie = Expr::trie(words.iter().map(String::as_str));
+        let flat = Expr::alt(words.iter().map(|w| Expr::lit(w.as_str())));
+        assert!(
+            trie.to_gbnf().len() * 4 < flat.to_gbnf().len(),
+            "{} vs {}",
+            trie.to_gbnf().len(),
+            flat.to_gbnf().len()
+        );
+        // The top level parts at the first digit.
+        let Expr::Alt(top) = &trie else {
+            panic!("{}", trie.to_gbnf())
+        };
+        assert!(top.len() <= 10, "{}", top.len());
+    }
+
+    #[test]
+    fn a_trie_too_deep_is_a_plain_alternation() {
+        let words: Vec<String> = (0..=TRIE_DEPTH + 2).map(|n| "a".repeat(n)).collect();
+        let trie = Expr::trie(words.iter().map(String::as_str));
+        assert_eq!(trie, Expr::alt(words.iter().map(|w| Expr::lit(w.as_str()))));
+    }
 
     #[test]
     fn literals_are_escaped_for_gbnf() {

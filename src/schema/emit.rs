@@ -18,6 +18,11 @@ use super::strings;
 use super::Productive;
 use crate::grammar::expr::{render, Expr, Rule};
 
+/// Enums of more values than this are written as a prefix tree
+/// ([`Expr::trie`]): `enum: range(1, 100000)` as 100,000 alternatives kept
+/// llama.cpp's grammar engine busy for about 50 s before the first token.
+const TRIE_FROM: usize = 32;
+
 /// Repetitions longer than this are decomposed into blocks, so that
 /// llama.cpp's expansion of `x{m,n}` stays shallow.
 const BLOCK: u32 = 64;
@@ -236,11 +241,17 @@ impl Emitter<'_> {
                 None => return Ok(None),
             },
             Node::Str(s) => self.string(s, hint)?,
-            Node::Enum(values) => Expr::alt(
-                values
+            Node::Enum(values) => {
+                let texts: Vec<String> = values
                     .iter()
-                    .map(|v| Expr::lit(canonical::value_text_in(v, self.layout))),
-            ),
+                    .map(|v| canonical::value_text_in(v, self.layout))
+                    .collect();
+                if texts.len() > TRIE_FROM {
+                    Expr::trie(texts.iter().map(String::as_str))
+                } else {
+                    Expr::alt(texts.into_iter().map(Expr::lit))
+                }
+            }
             Node::AnyOf(branches) | Node::OneOf(branches) => {
                 let mut alts = Vec::new();
                 for (i, b) in branches.iter().enumerate() {
