@@ -12,7 +12,7 @@
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
-use super::context::{BatchToken, Context, Shape, MAX_SEQUENCES};
+use super::context::{cells_for, BatchToken, Context, Shape, MAX_SEQUENCES};
 use super::error::{InferenceError, InferenceResult};
 use super::generate::{recount_due, FinishReason, Generation, Progress};
 use super::params::GenerateParams;
@@ -28,11 +28,6 @@ pub const DEFAULT_PARALLEL: u32 = 32;
 /// The most sequences a caller may ask for (llama.cpp's limit).
 pub const MAX_PARALLEL: u32 = MAX_SEQUENCES;
 
-/// Per-sequence cells are allocated in steps of this many tokens (llama.cpp
-/// pads to it anyway), so that calls of similar sizes share a shape and can
-/// reuse one context.
-const CELL_STEP: u64 = 256;
-
 /// The context `prompts` need: one sequence per prompt up to `parallel`, and
 /// per sequence the cells its longest prompt and `max_tokens` can fill (never
 /// more than `n_ctx`, the caller's per-prompt context).
@@ -41,7 +36,7 @@ pub fn shape_for(prompts: &[Vec<LlamaToken>], params: &GenerateParams, parallel:
         .len()
         .clamp(1, parallel.clamp(1, MAX_PARALLEL) as usize) as u32;
     let longest = prompts.iter().map(Vec::len).max().unwrap_or(1) as u64;
-    let wanted = (longest + u64::from(params.max_tokens)).div_ceil(CELL_STEP) * CELL_STEP;
+    let wanted = cells_for(longest + u64::from(params.max_tokens));
     let n_ctx = wanted.min(u64::from(params.n_ctx)) as u32;
     Shape::logits(n_ctx, n_seq, MAX_BATCH.max(n_seq))
 }

@@ -26,6 +26,16 @@ use super::backend::{clear_diagnostics, take_diagnostics};
 use super::error::{InferenceError, InferenceResult};
 use super::params::{Pooling, StopCheck};
 
+/// Cells are allocated in steps of this many tokens (llama.cpp pads to it
+/// anyway), so that calls of similar sizes share a shape and can reuse one
+/// context.
+const CELL_STEP: u64 = 256;
+
+/// The cells `tokens` take, rounded up to whole steps of [`CELL_STEP`].
+pub fn cells_for(tokens: u64) -> u64 {
+    tokens.div_ceil(CELL_STEP).saturating_mul(CELL_STEP)
+}
+
 /// Most sequences one context holds: llama.cpp's `LLAMA_MAX_SEQ`, beyond
 /// which it refuses to create the context.
 pub const MAX_SEQUENCES: u32 = 256;
@@ -486,26 +496,6 @@ impl Context {
         // needs `&mut self`.
         unsafe {
             let row = sys::llama_get_embeddings_seq(self.ctx.as_ptr(), s);
-            if row.is_null() {
-                return Err(missing());
-            }
-            Ok(std::slice::from_raw_parts(row, self.embedding_width()))
-        }
-    }
-
-    /// The embedding of the `index`-th token of the last batch (pooling
-    /// `None`; the token must have asked for output).
-    pub fn token_embedding(&self, index: usize) -> InferenceResult<&[f32]> {
-        let missing = || InferenceError::DecodeFailed {
-            detail: format!("no embedding for token {index} of the batch"),
-        };
-        let i = i32::try_from(index).map_err(|_| missing())?;
-        if i >= self.batch.n_tokens {
-            return Err(missing());
-        }
-        // SAFETY: as for `sequence_embedding`.
-        unsafe {
-            let row = sys::llama_get_embeddings_ith(self.ctx.as_ptr(), i);
             if row.is_null() {
                 return Err(missing());
             }

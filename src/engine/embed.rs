@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use llama_cpp_2::token::LlamaToken;
 
-use super::context::{BatchToken, Context, Output, Shape, MAX_SEQUENCES};
+use super::context::{cells_for, BatchToken, Context, Output, Shape, MAX_SEQUENCES};
 use super::error::{InferenceError, InferenceResult};
 use super::params::Pooling;
 
@@ -20,15 +20,11 @@ pub const BATCH_SEQUENCES: u32 = 64;
 /// 512 and 2.69 s in batches of 32 (2 cores, flash attention on).
 pub const BATCH_TOKENS: u32 = 256;
 
-/// Cells are allocated in steps of this many tokens, so that texts of
-/// similar lengths share a context.
-const CELL_STEP: u32 = 256;
-
 /// The context for embedding texts whose longest is `longest` tokens: one
 /// pool of cells shared by the texts of a batch (cleared after each).
 pub fn shape_for(longest: usize, pooling: Option<Pooling>) -> Shape {
-    let longest = u32::try_from(longest).unwrap_or(u32::MAX);
-    let n_ctx = BATCH_TOKENS.max(longest.div_ceil(CELL_STEP).saturating_mul(CELL_STEP));
+    let cells = u32::try_from(cells_for(longest as u64)).unwrap_or(u32::MAX);
+    let n_ctx = BATCH_TOKENS.max(cells);
     Shape {
         n_ctx,
         n_seq: BATCH_SEQUENCES.min(MAX_SEQUENCES),

@@ -110,12 +110,8 @@ impl Model {
         Ok(loaded)
     }
 
-    fn model(&self) -> &LlamaModel {
-        &self.model
-    }
-
     /// The llama.cpp model.
-    pub(super) fn llama(&self) -> &LlamaModel {
+    pub(super) fn model(&self) -> &LlamaModel {
         &self.model
     }
 
@@ -234,7 +230,7 @@ impl Model {
         }
         let ctx = match many {
             Some(c) => c,
-            None => many.insert(Context::new(model, self.n_threads, shape, self.poll())?),
+            None => many.insert(self.new_context(shape)?),
         };
         let claim = self.claim();
         if let Some(claim) = &claim {
@@ -324,12 +320,7 @@ impl Model {
         }
         let ctx = match embedder {
             Some(c) => c,
-            None => embedder.insert(Context::new(
-                &self.model,
-                self.n_threads,
-                shape,
-                self.poll(),
-            )?),
+            None => embedder.insert(self.new_context(shape)?),
         };
         let claim = self.claim();
         if let Some(claim) = &claim {

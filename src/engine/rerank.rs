@@ -19,7 +19,7 @@ use std::path::Path;
 use llama_cpp_2::token::LlamaToken;
 
 use super::chat::{self, Message, Role};
-use super::context::{BatchToken, Context, Shape};
+use super::context::{cells_for, BatchToken, Context, Shape};
 use super::embed::{self, BATCH_TOKENS};
 use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::model::Model;
@@ -40,9 +40,6 @@ const EMPTY_THOUGHT: &str = "<think>\n\n</think>\n\n";
 
 /// Documents judged in one batch, each in a KV stream of its own.
 const JUDGE_SEQUENCES: u32 = 8;
-
-/// The cells of each stream are allocated in steps of this many tokens.
-const CELL_STEP: u32 = 256;
 
 /// How a reranker was asked to load.
 #[derive(Debug, Clone)]
@@ -154,16 +151,6 @@ impl Reranker {
         })
     }
 
-    /// Whether the model scores with a cross-encoder's head.
-    pub fn is_cross_encoder(&self) -> bool {
-        matches!(self.judge, Judge::Head)
-    }
-
-    /// Tokens a query and a document may take together.
-    pub fn n_ctx(&self) -> u32 {
-        self.n_ctx
-    }
-
     /// The relevance of each of `documents` to `query`, in (0, 1), in order.
     pub fn scores(
         &self,
@@ -228,7 +215,7 @@ impl Reranker {
 
     /// Query and document as a cross-encoder reads them.
     fn pair(&self, query: &str, document: &str) -> Vec<LlamaToken> {
-        let vocab = self.model.llama().vocab();
+        let vocab = self.model.model().vocab();
         let mut tokens = Vec::new();
         if vocab.should_add_bos() {
             tokens.push(vocab.bos());
@@ -265,7 +252,7 @@ impl Reranker {
                 ),
             ),
         ];
-        let mut rendered = chat::render(self.model.llama(), &messages)?;
+        let mut rendered = chat::render(self.model.model(), &messages)?;
         if think {
             rendered.push_str(EMPTY_THOUGHT);
         }
@@ -292,14 +279,9 @@ impl Reranker {
             .try_borrow_mut()
             .map_err(|_| InferenceError::Busy)?;
         let longest = prompts.iter().map(Vec::len).max().unwrap_or(1);
-        let cells = (longest as u32)
-            .div_ceil(CELL_STEP)
-            .saturating_mul(CELL_STEP);
-        let shape = Shape::logits(
-            cells.min(self.n_ctx.div_ceil(CELL_STEP) * CELL_STEP),
-            JUDGE_SEQUENCES + 1,
-            BATCH_TOKENS,
-        );
+        // Every prompt fits in `n_ctx` (checked): so do the cells.
+        let cells = u32::try_from(cells_for(longest as u64)).unwrap_or(u32::MAX);
+        let shape = Shape::logits(cells, JUDGE_SEQUENCES + 1, BATCH_TOKENS);
         if judging
             .as_ref()
             .is_some_and(|j| j.ctx.shape() != shape || !j.ctx.is_usable())

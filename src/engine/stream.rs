@@ -126,11 +126,6 @@ impl Stream {
         matches!(self.state, State::Done(_) | State::Failed(_))
     }
 
-    /// Whether the first piece has yet to be asked for (nothing evaluated).
-    pub fn is_unstarted(&self) -> bool {
-        matches!(self.state, State::Ready { .. })
-    }
-
     /// The next piece, generating as many tokens as it takes; `None` once
     /// the whole text has been handed out.
     pub fn next_piece(&mut self) -> InferenceResult<Option<Piece>> {
@@ -229,7 +224,7 @@ impl Stream {
             }
             State::Running(mut generator) => {
                 let step =
-                    generator.step(&mut lease.session, self.model.llama(), &self.params, claim);
+                    generator.step(&mut lease.session, self.model.model(), &self.params, claim);
                 match step {
                     Ok(None) => Ok(State::Running(generator)),
                     Ok(Some(finish)) => Ok(State::Done(generator.finish(finish))),

@@ -24,6 +24,7 @@ use super::persistent;
 use super::prompt::Prompt;
 use super::response::Response;
 use super::stream::Stream;
+use super::timeout::stop_check;
 use crate::engine;
 
 /// A GGUF model loaded in this process.
@@ -84,14 +85,6 @@ pub(super) fn embed_text(bytes: Vec<u8>, what: &str) -> Result<String, CallError
         what: what.to_owned(),
         offset,
     })
-}
-
-/// What stops an embedding call: PHP's time limit.
-pub(super) fn stop_check() -> engine::params::StopCheck {
-    engine::params::StopCheck {
-        interrupt: Some(super::timeout::timed_out),
-        deadline: None,
-    }
 }
 
 /// A string argument as text; `what` names it in the error.

@@ -15,9 +15,10 @@ use ext_php_rs::types::ZendHashTable;
 use super::convert::{self, OptionsArg};
 use super::errors::CallError;
 use super::exceptions::no_constructor;
-use super::model::{embed_text, prompt_list, stop_check};
+use super::model::{embed_text, prompt_list};
 use super::options::rerank_params;
 use super::paths::allowed_path;
+use super::timeout::stop_check;
 use crate::engine::rerank::{self, Reranker};
 
 /// A model that judges how relevant documents are to a query: a

@@ -21,3 +21,12 @@ pub fn timed_out() -> bool {
     // an atomic PHP's signal handler sets.
     unsafe { zend_atomic_bool_load(&raw const globals.timed_out) }
 }
+
+/// What stops a native call that has no deadline of its own (embeddings,
+/// reranking): PHP's time limit.
+pub fn stop_check() -> crate::engine::params::StopCheck {
+    crate::engine::params::StopCheck {
+        interrupt: Some(timed_out),
+        deadline: None,
+    }
+}
