@@ -108,12 +108,18 @@ fn each_bad_schema_gets_a_precise_message() {
             "oneOf branches 0 and 1 are not provably exclusive",
         ),
         (
-            json!({"allOf": [{"type": "string", "pattern": "^a"}, {"type": "string", "pattern": "b$"}]}),
-            "allOf cannot be merged into one schema: branch 1: two different patterns",
+            // The last 13 characters decide: 2^13 automaton states.
+            json!({"type": "string", "pattern": "a[ab]{12}$", "minLength": 1}),
+            "keyword \"pattern\" cannot be enforced together with the other string constraints here: their automaton needs more than 4096 states at the root (#)",
         ),
         (
-            json!({"type": "string", "pattern": "^a+$", "maxLength": 3}),
-            "cannot be combined with \"minLength\"/\"maxLength\"",
+            json!({"allOf": [{"pattern": "a[ab]{12}$"}, {"pattern": "^b"}]}),
+            "allOf cannot be merged into one schema: branch 1: cannot be enforced together with the other string constraints here: their automaton needs more than 4096 states at the root (#)",
+        ),
+        (
+            // A counter of 5,000 characters over a 200-state pattern.
+            json!({"type": "string", "pattern": "^(?:\\S+\\s+){0,99}\\S+$", "maxLength": 5000}),
+            "keyword \"pattern\" cannot be enforced together with the other string constraints here: their automaton needs more than 4096 states at the root (#)",
         ),
         (
             json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["b"], "additionalProperties": false}),

@@ -240,7 +240,10 @@ impl Emitter<'_> {
                 Some(x) => x,
                 None => return Ok(None),
             },
-            Node::Str(s) => self.string(s, hint)?,
+            Node::Str(s) => match self.string(s, hint)? {
+                Some(x) => x,
+                None => return Ok(None),
+            },
             Node::Enum(values) => {
                 let texts: Vec<String> = values
                     .iter()
@@ -323,10 +326,13 @@ impl Emitter<'_> {
         }
     }
 
-    fn string(&mut self, s: &StrNode, hint: &str) -> Result<Expr, String> {
-        let content = if let Some(f) = s.format {
-            self.format_rule(f)
-        } else if let Some(p) = &s.pattern {
+    /// The grammar of a string node, or `None` when no string meets it.
+    fn string(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
+        let content = if s.needs_automaton() {
+            return self.string_automaton(s, hint);
+        } else if let [f] = s.formats.as_slice() {
+            self.format_rule(*f)
+        } else if let [p] = s.patterns.as_slice() {
             let expr = regex::pattern_to_expr(p).map_err(|e| e.to_string())?;
             let ch = self.shared("char");
             let expr = expr.replace(&strings::any_char(), &ch);
@@ -339,12 +345,34 @@ impl Emitter<'_> {
             self.define(name.clone(), strings::content_excluding(&names));
             Expr::rule(name)
         } else if s.min_len == 0 && s.max_len.is_none() {
-            return Ok(self.shared("string"));
+            return Ok(Some(self.shared("string")));
         } else {
             let ch = self.shared("char");
             repeat(ch, s.min_len, s.max_len)
         };
-        Ok(Expr::seq([Expr::lit("\""), content, Expr::lit("\"")]))
+        Ok(Some(quoted(content)))
+    }
+
+    /// A string node of several constraints, from the automaton of their
+    /// intersection, bounded in length as it is written.
+    fn string_automaton(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
+        let dfa = s.automaton().map_err(|e| e.to_string())?;
+        let base = format!("{hint}-string");
+        let emitted = dfa
+            .rules(s.min_len, s.max_len, &mut || self.fresh(&base))
+            .map_err(|e| e.to_string())?;
+        let Some(emitted) = emitted else {
+            self.empty_range
+                .get_or_insert_with(|| "no string meets all of its string constraints".to_owned());
+            return Ok(None);
+        };
+        let ch = self.shared("char");
+        let mut start = None;
+        for (name, expr) in emitted.rules {
+            start.get_or_insert_with(|| name.clone());
+            self.define(name, expr.replace(&strings::any_char(), &ch));
+        }
+        Ok(start.map(|name| quoted(Expr::rule(name))))
     }
 
     fn array(&mut self, a: &ArrNode, hint: &str) -> Result<Option<Expr>, String> {
@@ -441,6 +469,11 @@ impl Emitter<'_> {
         );
         Ok(Some(Expr::rule(name)))
     }
+}
+
+/// A string of this content.
+fn quoted(content: Expr) -> Expr {
+    Expr::seq([Expr::lit("\""), content, Expr::lit("\"")])
 }
 
 /// The rule that holds every escape sequence of a JSON string.

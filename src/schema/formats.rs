@@ -57,6 +57,12 @@ impl Format {
         }
     }
 
+    /// The language of the values (the same characters: formats need no
+    /// JSON escaping).
+    pub fn re(self) -> Option<crate::schema::lang::Re> {
+        crate::schema::lang::Re::from_expr(&self.expr())
+    }
+
     /// The grammar of the string content (without quotes).
     pub fn expr(self) -> Expr {
         match self {

@@ -13,6 +13,7 @@ pub mod formats;
 pub mod ir;
 pub mod keywords;
 pub mod kinds;
+pub mod lang;
 pub mod numeric;
 pub mod options;
 pub mod parse;

@@ -38,11 +38,13 @@ fn accepts_at(
         }
         (Node::Num(range), Value::Number(n)) => range.contains(&Decimal::from_json(n)?),
         (Node::Str(s), Value::String(text)) => {
-            if s.pattern.is_some() || s.format.is_some() {
+            let verdict = s.accepts(text).ok()?;
+            // A format's grammar is a subset of what validators accept: a
+            // value outside it may still be valid.
+            if sem == Semantics::Validator && !verdict && !s.formats.is_empty() {
                 return None;
             }
-            let len = text.chars().count() as u64;
-            len >= s.min_len && s.max_len.is_none_or(|m| len <= m) && !s.not_in.contains(text)
+            verdict
         }
         (Node::Arr(a), Value::Array(items)) => {
             let n = items.len() as u64;
@@ -132,10 +134,19 @@ mod tests {
         assert_eq!(accepts(&n, &json!({"a": 1.5}), &defs), Some(false));
         assert_eq!(accepts(&n, &json!({"a": 2.0}), &defs), Some(true));
         let patterned = Node::Str(StrNode {
-            pattern: Some("^a".into()),
+            patterns: vec!["^a".into()],
             ..StrNode::default()
         });
-        assert_eq!(accepts(&patterned, &json!("abc"), &defs), None);
+        assert_eq!(accepts(&patterned, &json!("abc"), &defs), Some(true));
+        assert_eq!(accepts(&patterned, &json!("bac"), &defs), Some(false));
+        let dated = Node::Str(StrNode {
+            formats: vec![crate::schema::formats::Format::Date],
+            ..StrNode::default()
+        });
+        assert_eq!(accepts(&dated, &json!("2024-02-29"), &defs), Some(true));
+        assert_eq!(accepts(&dated, &json!("2023-02-29"), &defs), Some(false));
+        // Validators may accept dates the grammar never writes.
+        assert_eq!(validates(&dated, &json!("2023-02-29"), &defs), None);
         assert_eq!(accepts(&patterned, &json!(1), &defs), Some(false));
     }
 }

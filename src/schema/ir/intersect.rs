@@ -2,8 +2,7 @@
 //! one node matching exactly the values both match, or why none can be written.
 
 use super::{
-    accepts, any_of, str_conflict, ArrNode, Defs, Node, ObjNode, Prop, RefId, StrNode,
-    MAX_REASONING_DEPTH,
+    accepts, any_of, ArrNode, Defs, Node, ObjNode, Prop, RefId, StrNode, MAX_REASONING_DEPTH,
 };
 
 /// The schema matching exactly the values both `a` and `b` match, or the
@@ -64,7 +63,7 @@ fn intersect_at(a: &Node, b: &Node, defs: &Defs, depth: usize) -> Result<Node, S
                     Some(false) => {}
                     None => {
                         return Err(
-                            "enum values cannot be checked against a pattern or format".to_owned()
+                            "enum values cannot be checked against these constraints".to_owned()
                         )
                     }
                 }
@@ -81,38 +80,47 @@ fn intersect_at(a: &Node, b: &Node, defs: &Defs, depth: usize) -> Result<Node, S
         | (Node::Int(x), Node::Num(y))
         | (Node::Num(y), Node::Int(x)) => Node::Int(x.intersect(y)),
         (Node::Num(x), Node::Num(y)) => Node::Num(x.intersect(y)),
-        (Node::Str(x), Node::Str(y)) => Node::Str(intersect_str(x, y)?),
+        (Node::Str(x), Node::Str(y)) => checked_str(intersect_str(x, y))?,
         (Node::Arr(x), Node::Arr(y)) => Node::Arr(intersect_arr(x, y, defs, next)?),
         (Node::Obj(x), Node::Obj(y)) => intersect_obj(x, y, defs, next)?,
         _ => Node::Never,
     })
 }
 
-fn intersect_str(x: &StrNode, y: &StrNode) -> Result<StrNode, String> {
-    let pattern = match (&x.pattern, &y.pattern) {
-        (Some(p), Some(q)) if p != q => return Err("two different patterns".to_owned()),
-        (p, q) => p.clone().or_else(|| q.clone()),
-    };
-    let format = match (x.format, y.format) {
-        (Some(f), Some(g)) if f != g => return Err("two different formats".to_owned()),
-        (f, g) => f.or(g),
-    };
-    let mut not_in = x.not_in.clone();
-    for v in &y.not_in {
-        if !not_in.contains(v) {
-            not_in.push(v.clone());
-        }
+/// A string node whose constraints combine, or `Never` when no string meets
+/// them all; an error when their automaton is too large.
+pub fn checked_str(node: StrNode) -> Result<Node, String> {
+    if !node.needs_automaton() {
+        return Ok(Node::Str(node));
     }
-    let node = StrNode {
+    let dfa = node.automaton().map_err(|e| e.to_string())?;
+    let possible = dfa
+        .has_length_in(node.min_len, node.max_len)
+        .map_err(|e| e.to_string())?;
+    Ok(if possible {
+        Node::Str(node)
+    } else {
+        Node::Never
+    })
+}
+
+fn intersect_str(x: &StrNode, y: &StrNode) -> StrNode {
+    fn union<T: Clone + PartialEq>(a: &[T], b: &[T]) -> Vec<T> {
+        let mut out = a.to_vec();
+        for v in b {
+            if !out.contains(v) {
+                out.push(v.clone());
+            }
+        }
+        out
+    }
+    StrNode {
         min_len: x.min_len.max(y.min_len),
         max_len: min_opt(x.max_len, y.max_len),
-        pattern,
-        format,
-        not_in,
-    };
-    match str_conflict(&node) {
-        Some(reason) => Err(format!("a merged string schema {reason}")),
-        None => Ok(node),
+        patterns: union(&x.patterns, &y.patterns),
+        formats: union(&x.formats, &y.formats),
+        not_in: union(&x.not_in, &y.not_in),
+        excluded: union(&x.excluded, &y.excluded),
     }
 }
 

@@ -9,7 +9,9 @@ use serde_json::Value;
 use super::decimal::Decimal;
 use super::formats::Format;
 use super::kinds::Kinds;
+use super::lang::{Dfa, LangError, Re};
 use super::range::NumRange;
+use super::regex;
 
 mod accepts;
 mod complement;
@@ -19,7 +21,7 @@ mod intersect;
 pub use accepts::{accepts, validates};
 pub use complement::{all_except, all_kinds_except, missing_one_of};
 pub use exclusive::excludes;
-pub use intersect::intersect;
+pub use intersect::{checked_str, intersect};
 
 /// Index of a `$ref` target in [`Defs`].
 pub type RefId = usize;
@@ -48,15 +50,20 @@ pub enum Node {
     Ref(RefId),
 }
 
-/// String constraints; lengths count characters (code points).
+/// String constraints, all of which a value must meet; lengths count
+/// characters (code points).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct StrNode {
     pub min_len: u64,
     pub max_len: Option<u64>,
-    pub pattern: Option<String>,
-    pub format: Option<Format>,
+    /// Patterns the value matches (JSON Schema's unanchored search).
+    pub patterns: Vec<String>,
+    /// Formats the value has (the converter's subset of each).
+    pub formats: Vec<Format>,
     /// Values excluded (from `not: {enum: …}`).
     pub not_in: Vec<String>,
+    /// String constraints the value must not meet (from `not`).
+    pub excluded: Vec<StrNode>,
 }
 
 /// Array constraints. Items past `prefix` must match `items` (`Never`: none allowed).
@@ -250,21 +257,81 @@ pub fn any_of(mut branches: Vec<Node>) -> Node {
     }
 }
 
-/// Why a string node cannot be enforced exactly, if it cannot: a pattern or
-/// format together with length bounds, or a pattern with a format.
-pub fn str_conflict(s: &StrNode) -> Option<String> {
-    let lengths = s.min_len > 0 || s.max_len.is_some();
-    if !s.not_in.is_empty() && (lengths || s.pattern.is_some() || s.format.is_some()) {
-        return Some(
-            "cannot exclude values (\"not\") and constrain the string otherwise".to_owned(),
-        );
+impl StrNode {
+    /// Whether more than one kind of constraint applies, so that the
+    /// grammar is written from an automaton of their intersection rather
+    /// than from one constraint alone.
+    pub fn needs_automaton(&self) -> bool {
+        let lengths = self.min_len > 0 || self.max_len.is_some();
+        let kinds = usize::from(lengths)
+            + self.patterns.len()
+            + self.formats.len()
+            + usize::from(!self.not_in.is_empty())
+            + self.excluded.len();
+        kinds > 1 || !self.excluded.is_empty()
     }
-    match (&s.pattern, &s.format) {
-        (Some(_), Some(_)) => Some("cannot be combined with both \"pattern\" and \"format\"".to_owned()),
-        (Some(_), None) if lengths => Some("cannot be combined with \"minLength\"/\"maxLength\" (write the length into the pattern)".to_owned()),
-        (None, Some(_)) if lengths => Some("cannot be combined with \"minLength\"/\"maxLength\"".to_owned()),
-        _ => None,
+
+    /// The language of the values, lengths left out (they are applied
+    /// when the automaton is written).
+    pub fn re_without_lengths(&self) -> Result<Re, String> {
+        let mut all = Vec::new();
+        for p in &self.patterns {
+            all.push(regex::pattern_to_re(p).map_err(|e| format!("pattern {p:?}: {e}"))?);
+        }
+        for f in &self.formats {
+            all.push(
+                f.re().ok_or_else(|| {
+                    format!("internal: format {} is not plain text", f.rule_name())
+                })?,
+            );
+        }
+        if !self.not_in.is_empty() {
+            all.push(Re::one_of(self.not_in.iter().map(String::as_str)).complement());
+        }
+        for x in &self.excluded {
+            all.push(x.re()?.complement());
+        }
+        Ok(Re::And(all))
     }
+
+    /// The language of the values.
+    pub fn re(&self) -> Result<Re, String> {
+        let body = self.re_without_lengths()?;
+        if self.min_len == 0 && self.max_len.is_none() {
+            return Ok(body);
+        }
+        Ok(Re::And(vec![body, Re::length(self.min_len, self.max_len)]))
+    }
+
+    /// The automaton of the values, lengths left out.
+    pub fn automaton(&self) -> Result<Dfa, AutomatonError> {
+        let re = self
+            .re_without_lengths()
+            .map_err(AutomatonError::Internal)?;
+        Dfa::new(&re).map_err(AutomatonError::Lang)
+    }
+
+    /// Whether `text` meets the constraints exactly as the grammar writes
+    /// them.
+    pub fn accepts(&self, text: &str) -> Result<bool, AutomatonError> {
+        let len = text.chars().count() as u64;
+        if len < self.min_len || self.max_len.is_some_and(|m| len > m) {
+            return Ok(false);
+        }
+        if !self.needs_automaton() && self.patterns.is_empty() && self.formats.is_empty() {
+            return Ok(!self.not_in.iter().any(|v| v == text));
+        }
+        Ok(self.automaton()?.matches(text))
+    }
+}
+
+/// Why the automaton of a string node could not be built.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AutomatonError {
+    #[error(transparent)]
+    Lang(#[from] LangError),
+    #[error("{0}")]
+    Internal(String),
 }
 
 /// Node builders shared by the tests of the reasoning operations.

@@ -5,15 +5,11 @@ use serde_json::{Map, Value};
 use super::{counts, err, invalid, wrong, Ctx};
 use crate::schema::error::{ErrorKind, SchemaError};
 use crate::schema::formats::{self, Format};
-use crate::schema::ir::{self, StrNode};
+use crate::schema::ir::{self, Node, StrNode};
 use crate::schema::regex;
 
 impl<'a> Ctx<'a> {
-    pub(super) fn string(
-        &self,
-        map: &Map<String, Value>,
-        ptr: &str,
-    ) -> Result<StrNode, SchemaError> {
+    pub(super) fn string(&self, map: &Map<String, Value>, ptr: &str) -> Result<Node, SchemaError> {
         let (min_len, max_len) = counts(map, ptr, "minLength", "maxLength")?;
         let pattern = match map.get("pattern") {
             None => None,
@@ -47,21 +43,15 @@ impl<'a> Ctx<'a> {
         let node = StrNode {
             min_len,
             max_len,
-            pattern,
-            format,
-            not_in: Vec::new(),
+            patterns: pattern.into_iter().collect(),
+            formats: format.into_iter().collect(),
+            ..StrNode::default()
         };
-        if let Some(reason) = ir::str_conflict(&node) {
-            return Err(invalid(
-                ptr,
-                if node.pattern.is_some() {
-                    "pattern"
-                } else {
-                    "format"
-                },
-                reason,
-            ));
-        }
-        Ok(node)
+        let keyword = if node.patterns.is_empty() {
+            "format"
+        } else {
+            "pattern"
+        };
+        ir::checked_str(node).map_err(|reason| invalid(ptr, keyword, reason))
     }
 }

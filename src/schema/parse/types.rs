@@ -105,7 +105,7 @@ impl<'a> Ctx<'a> {
             }
         }
         if types.intersects(Kinds::STR) {
-            branches.push(Node::Str(self.string(map, ptr)?));
+            branches.push(self.string(map, ptr)?);
         }
         if types.intersects(Kinds::ARR) {
             branches.push(Node::Arr(self.array(map, ptr, depth)?));

@@ -9,8 +9,8 @@ use crate::schema::strings::any_char;
 /// How a top-level alternative is anchored.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Anchors {
-    start: bool,
-    end: bool,
+    pub(super) start: bool,
+    pub(super) end: bool,
 }
 
 /// Strips the leading `^`s and trailing `$`s of a top-level alternative.

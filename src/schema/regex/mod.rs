@@ -126,3 +126,50 @@ pub fn pattern_to_expr(pattern: &str) -> Result<Expr, RegexError> {
 
 #[cfg(test)]
 mod tests;
+
+/// The language of the string values that `pattern` matches (JSON Schema
+/// semantics: unanchored search), for combining it with other constraints.
+pub fn pattern_to_re(pattern: &str) -> Result<crate::schema::lang::Re, RegexError> {
+    use crate::schema::lang::Re;
+    let alternatives = Parser::new(pattern).parse_pattern()?;
+    let mut out = Vec::with_capacity(alternatives.len());
+    for terms in &alternatives {
+        let (anchors, core) = split_anchors(terms);
+        let mut seq = Vec::with_capacity(core.len() + 2);
+        if !anchors.start {
+            seq.push(Re::any_string());
+        }
+        for term in core {
+            seq.push(to_re(term)?);
+        }
+        if !anchors.end {
+            seq.push(Re::any_string());
+        }
+        out.push(Re::Seq(seq));
+    }
+    Ok(Re::Alt(out))
+}
+
+fn to_re(node: &ast::Node) -> Result<crate::schema::lang::Re, RegexError> {
+    use crate::schema::lang::Re;
+    use crate::schema::strings::CharSet;
+    Ok(match node {
+        ast::Node::Char(c) => Re::Set(CharSet::single(*c)),
+        ast::Node::Set { set, .. } => Re::Set(set.clone()),
+        ast::Node::Seq(items) => Re::Seq(items.iter().map(to_re).collect::<Result<_, _>>()?),
+        ast::Node::Alt(items) => Re::Alt(items.iter().map(to_re).collect::<Result<_, _>>()?),
+        ast::Node::Repeat { node, min, max } => Re::Repeat(Box::new(to_re(node)?), *min, *max),
+        ast::Node::Start(offset) => {
+            return Err(unsupported(
+                "^ assertion not at the start of a top-level alternative",
+                *offset,
+            ))
+        }
+        ast::Node::End(offset) => {
+            return Err(unsupported(
+                "$ assertion not at the end of a top-level alternative",
+                *offset,
+            ))
+        }
+    })
+}

@@ -1,0 +1,174 @@
+//! The classes of characters a description distinguishes: the coarsest
+//! partition of the code points in which every set it mentions is a union of
+//! classes. Sets then become bit sets over the classes.
+
+use std::collections::HashMap;
+
+use crate::schema::strings::CharSet;
+
+/// A set of classes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(super) struct Bits(Box<[u64]>);
+
+impl Bits {
+    pub(super) fn empty(n: usize) -> Bits {
+        Bits(vec![0; n.div_ceil(64).max(1)].into_boxed_slice())
+    }
+
+    pub(super) fn full(n: usize) -> Bits {
+        let mut b = Bits::empty(n);
+        for i in 0..n {
+            b.insert(i);
+        }
+        b
+    }
+
+    pub(super) fn insert(&mut self, i: usize) {
+        if let Some(w) = self.0.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+        }
+    }
+
+    pub(super) fn has(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.iter().all(|w| *w == 0)
+    }
+
+    pub(super) fn and(&self, other: &Bits) -> Bits {
+        Bits(
+            self.0
+                .iter()
+                .zip(other.0.iter())
+                .map(|(a, b)| a & b)
+                .collect(),
+        )
+    }
+
+    pub(super) fn or(&self, other: &Bits) -> Bits {
+        Bits(
+            self.0
+                .iter()
+                .zip(other.0.iter())
+                .map(|(a, b)| a | b)
+                .collect(),
+        )
+    }
+
+    pub(super) fn minus(&self, other: &Bits) -> Bits {
+        Bits(
+            self.0
+                .iter()
+                .zip(other.0.iter())
+                .map(|(a, b)| a & !b)
+                .collect(),
+        )
+    }
+
+    /// The lowest class in the set.
+    pub(super) fn first(&self) -> Option<usize> {
+        self.0
+            .iter()
+            .enumerate()
+            .find(|(_, w)| **w != 0)
+            .map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(i, w)| {
+            (0..64)
+                .filter(move |b| w & (1u64 << b) != 0)
+                .map(move |b| i * 64 + b)
+        })
+    }
+}
+
+/// The partition of the code points into classes.
+#[derive(Debug, Clone)]
+pub(super) struct Alphabet {
+    /// Each class as a set of characters.
+    classes: Vec<CharSet>,
+    /// Sorted starts of the elementary intervals, with the class of each
+    /// (`None` for the surrogate block, which holds no character).
+    starts: Vec<(u32, Option<usize>)>,
+}
+
+impl Alphabet {
+    /// The coarsest partition that every set in `sets` respects.
+    pub(super) fn of(sets: &[&CharSet]) -> Alphabet {
+        let mut cuts: Vec<u32> = vec![0, 0xD800, 0xE000];
+        for set in sets {
+            for &(a, b) in set.ranges() {
+                cuts.push(a as u32);
+                cuts.push(b as u32 + 1);
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        cuts.retain(|&c| c <= char::MAX as u32);
+        // Each elementary interval's membership signature decides its class.
+        let mut by_signature: HashMap<Vec<bool>, usize> = HashMap::new();
+        let mut members: Vec<Vec<(char, char)>> = Vec::new();
+        let mut starts = Vec::with_capacity(cuts.len());
+        for (i, &start) in cuts.iter().enumerate() {
+            let end = cuts.get(i + 1).map_or(char::MAX as u32, |n| n - 1);
+            let (Some(a), Some(b)) = (char::from_u32(start), char::from_u32(end)) else {
+                starts.push((start, None));
+                continue;
+            };
+            let signature: Vec<bool> = sets.iter().map(|s| s.contains(a)).collect();
+            let next = members.len();
+            let class = *by_signature.entry(signature).or_insert(next);
+            if class == next {
+                members.push(Vec::new());
+            }
+            if let Some(m) = members.get_mut(class) {
+                m.push((a, b));
+            }
+            starts.push((start, Some(class)));
+        }
+        Alphabet {
+            classes: members.into_iter().map(CharSet::from_ranges).collect(),
+            starts,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// The class of a character.
+    pub(super) fn class_of(&self, c: char) -> Option<usize> {
+        let code = c as u32;
+        let i = self.starts.partition_point(|(s, _)| *s <= code);
+        self.starts
+            .get(i.checked_sub(1)?)
+            .and_then(|(_, class)| *class)
+    }
+
+    /// The classes a set (one of those the alphabet was made of) covers.
+    pub(super) fn bits_of(&self, set: &CharSet) -> Bits {
+        let mut bits = Bits::empty(self.len());
+        for (i, class) in self.classes.iter().enumerate() {
+            if let Some(&(a, _)) = class.ranges().first() {
+                if set.contains(a) {
+                    bits.insert(i);
+                }
+            }
+        }
+        bits
+    }
+
+    /// The characters of a set of classes.
+    pub(super) fn chars_of(&self, bits: &Bits) -> CharSet {
+        let mut ranges = Vec::new();
+        for i in bits.iter() {
+            if let Some(class) = self.classes.get(i) {
+                ranges.extend_from_slice(class.ranges());
+            }
+        }
+        CharSet::from_ranges(ranges)
+    }
+}

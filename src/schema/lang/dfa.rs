@@ -1,0 +1,325 @@
+//! Deterministic automata: built from a description by derivatives, cut to
+//! the states from which a string can still be accepted, and minimised.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::alphabet::{Alphabet, Bits};
+use super::terms::{Terms, NOTHING};
+use super::{LangError, Re, MAX_STATES};
+use crate::schema::strings::CharSet;
+
+/// One state: whether it accepts, and its transitions (disjoint class sets,
+/// each to one state). Characters without a transition reject.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct State {
+    pub(super) accepting: bool,
+    pub(super) next: Vec<(Bits, usize)>,
+}
+
+/// A minimal deterministic automaton without dead states; state 0 starts.
+/// No state at all: the empty language.
+#[derive(Debug, Clone)]
+pub struct Dfa {
+    pub(super) alphabet: Alphabet,
+    pub(super) states: Vec<State>,
+}
+
+impl Dfa {
+    /// Compile a description.
+    pub fn new(re: &Re) -> Result<Dfa, LangError> {
+        let mut sets = Vec::new();
+        re.sets(&mut sets);
+        let alphabet = Alphabet::of(&sets);
+        let mut terms = Terms::new(alphabet.len());
+        let root = terms.of(re, &alphabet);
+        let mut ids: HashMap<u32, usize> = HashMap::new();
+        let mut order = vec![root];
+        ids.insert(root, 0);
+        let mut states = Vec::new();
+        let mut queue = VecDeque::from([root]);
+        while let Some(term) = queue.pop_front() {
+            let mut next: Vec<(Bits, usize)> = Vec::new();
+            for block in terms.partition(term).iter() {
+                let Some(class) = block.first() else { continue };
+                let d = terms.derive(term, class);
+                if d == NOTHING {
+                    continue;
+                }
+                let target = match ids.get(&d) {
+                    Some(&t) => t,
+                    None => {
+                        let t = order.len();
+                        if t >= MAX_STATES {
+                            return Err(LangError::TooManyStates { limit: MAX_STATES });
+                        }
+                        ids.insert(d, t);
+                        order.push(d);
+                        queue.push_back(d);
+                        t
+                    }
+                };
+                match next.iter_mut().find(|(_, t)| *t == target) {
+                    Some((bits, _)) => *bits = bits.or(block),
+                    None => next.push((block.clone(), target)),
+                }
+            }
+            states.push(State {
+                accepting: terms.nullable(term),
+                next,
+            });
+        }
+        let dfa = Dfa { alphabet, states };
+        Ok(dfa.trimmed().minimised())
+    }
+
+    /// Whether no string is in the language.
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+
+    /// Whether `s` is in the language.
+    pub fn matches(&self, s: &str) -> bool {
+        let mut state = 0;
+        if self.states.is_empty() {
+            return false;
+        }
+        for c in s.chars() {
+            let Some(class) = self.alphabet.class_of(c) else {
+                return false;
+            };
+            let Some(next) = self
+                .states
+                .get(state)
+                .and_then(|st| st.next.iter().find(|(b, _)| b.has(class)))
+            else {
+                return false;
+            };
+            state = next.1;
+        }
+        self.states.get(state).is_some_and(|s| s.accepting)
+    }
+
+    /// Number of states.
+    pub fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    /// The transitions of a state as character sets.
+    pub(super) fn edges(&self, state: usize) -> Vec<(CharSet, usize)> {
+        self.states.get(state).map_or_else(Vec::new, |s| {
+            s.next
+                .iter()
+                .map(|(bits, t)| (self.alphabet.chars_of(bits), *t))
+                .collect()
+        })
+    }
+
+    /// The shortest and longest accepted lengths (`None`: unbounded). `None`
+    /// for the empty language.
+    pub fn length_bounds(&self) -> Option<(u64, Option<u64>)> {
+        if self.states.is_empty() {
+            return None;
+        }
+        // Shortest: breadth-first.
+        let mut dist = vec![u64::MAX; self.states.len()];
+        dist[0] = 0;
+        let mut queue = VecDeque::from([0usize]);
+        let mut shortest = None;
+        while let Some(s) = queue.pop_front() {
+            if self.states[s].accepting && shortest.is_none() {
+                shortest = Some(dist[s]);
+            }
+            for (_, t) in &self.states[s].next {
+                if dist[*t] == u64::MAX {
+                    dist[*t] = dist[s] + 1;
+                    queue.push_back(*t);
+                }
+            }
+        }
+        // Longest: unbounded if any cycle (every state is live), else the
+        // longest path in the acyclic graph.
+        let order = self.topological()?;
+        let mut longest = vec![0u64; self.states.len()];
+        for &s in order.iter().rev() {
+            let mut best = 0;
+            for (_, t) in &self.states[s].next {
+                best = best.max(longest[*t] + 1);
+            }
+            longest[s] = best;
+        }
+        Some((shortest.unwrap_or(0), self.acyclic().then(|| longest[0])))
+    }
+
+    fn acyclic(&self) -> bool {
+        self.topological()
+            .is_some_and(|o| o.len() == self.states.len())
+    }
+
+    /// States in topological order, as far as the graph allows (Kahn).
+    fn topological(&self) -> Option<Vec<usize>> {
+        let n = self.states.len();
+        let mut indegree = vec![0usize; n];
+        for s in &self.states {
+            for (_, t) in &s.next {
+                indegree[*t] += 1;
+            }
+        }
+        let mut queue: VecDeque<usize> = (0..n).filter(|&s| indegree[s] == 0).collect();
+        let mut order = Vec::with_capacity(n);
+        while let Some(s) = queue.pop_front() {
+            order.push(s);
+            for (_, t) in &self.states[s].next {
+                indegree[*t] -= 1;
+                if indegree[*t] == 0 {
+                    queue.push_back(*t);
+                }
+            }
+        }
+        Some(order)
+    }
+
+    /// Without the states from which no string is accepted.
+    fn trimmed(self) -> Dfa {
+        let n = self.states.len();
+        let mut back: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (s, st) in self.states.iter().enumerate() {
+            for (_, t) in &st.next {
+                back[*t].push(s);
+            }
+        }
+        let mut live = vec![false; n];
+        let mut stack: Vec<usize> = (0..n).filter(|&s| self.states[s].accepting).collect();
+        for &s in &stack {
+            live[s] = true;
+        }
+        while let Some(s) = stack.pop() {
+            for &p in &back[s] {
+                if !live[p] {
+                    live[p] = true;
+                    stack.push(p);
+                }
+            }
+        }
+        if !live.first().copied().unwrap_or(false) {
+            return Dfa {
+                alphabet: self.alphabet,
+                states: Vec::new(),
+            };
+        }
+        let mut renumber = vec![usize::MAX; n];
+        let mut kept = 0;
+        for s in 0..n {
+            if live[s] {
+                renumber[s] = kept;
+                kept += 1;
+            }
+        }
+        let states = self
+            .states
+            .into_iter()
+            .enumerate()
+            .filter(|(s, _)| live[*s])
+            .map(|(_, st)| State {
+                accepting: st.accepting,
+                next: st
+                    .next
+                    .into_iter()
+                    .filter(|(_, t)| live[*t])
+                    .map(|(b, t)| (b, renumber[t]))
+                    .collect(),
+            })
+            .collect();
+        Dfa {
+            alphabet: self.alphabet,
+            states,
+        }
+    }
+
+    /// The minimal automaton (Moore's partition refinement).
+    fn minimised(self) -> Dfa {
+        let n = self.states.len();
+        if n <= 1 {
+            return self;
+        }
+        let k = self.alphabet.len();
+        const DEAD: usize = usize::MAX;
+        // The target of each state on each class.
+        let mut table = vec![DEAD; n * k];
+        for (s, st) in self.states.iter().enumerate() {
+            for (bits, t) in &st.next {
+                for c in bits.iter() {
+                    if c < k {
+                        table[s * k + c] = *t;
+                    }
+                }
+            }
+        }
+        let mut block: Vec<usize> = self
+            .states
+            .iter()
+            .map(|s| usize::from(s.accepting))
+            .collect();
+        let mut count = if block.iter().all(|b| *b == block[0]) {
+            1
+        } else {
+            2
+        };
+        loop {
+            let mut ids: HashMap<Vec<usize>, usize> = HashMap::with_capacity(n);
+            let mut next_block = vec![0; n];
+            for s in 0..n {
+                let mut signature = Vec::with_capacity(k + 1);
+                signature.push(block[s]);
+                for c in 0..k {
+                    let t = table[s * k + c];
+                    signature.push(if t == DEAD { DEAD } else { block[t] });
+                }
+                let fresh = ids.len();
+                next_block[s] = *ids.entry(signature).or_insert(fresh);
+            }
+            let new_count = ids.len();
+            block = next_block;
+            if new_count == count {
+                break;
+            }
+            count = new_count;
+        }
+        // Renumber blocks so that the start's block is 0, in first-seen order.
+        let mut number = vec![usize::MAX; count];
+        let mut reps = Vec::with_capacity(count);
+        let mut queue = VecDeque::from([0usize]);
+        number[block[0]] = 0;
+        reps.push(0);
+        while let Some(s) = queue.pop_front() {
+            for (_, t) in &self.states[s].next {
+                let b = block[*t];
+                if number[b] == usize::MAX {
+                    number[b] = reps.len();
+                    reps.push(*t);
+                    queue.push_back(*t);
+                }
+            }
+        }
+        let states = reps
+            .iter()
+            .map(|&s| {
+                let mut next: Vec<(Bits, usize)> = Vec::new();
+                for (bits, t) in &self.states[s].next {
+                    let target = number[block[*t]];
+                    match next.iter_mut().find(|(_, x)| *x == target) {
+                        Some((b, _)) => *b = b.or(bits),
+                        None => next.push((bits.clone(), target)),
+                    }
+                }
+                State {
+                    accepting: self.states[s].accepting,
+                    next,
+                }
+            })
+            .collect();
+        Dfa {
+            alphabet: self.alphabet,
+            states,
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Regular languages of string *values* (decoded characters), as values that
+//! can be intersected, complemented and written as grammar rules.
+//!
+//! A language is first described by a [`Re`] (built from a `pattern`, a
+//! format's grammar, a length bound, a set of excluded values), then compiled
+//! into a minimal deterministic automaton ([`Dfa`]) by Brzozowski derivatives
+//! over the classes of characters the description distinguishes. Intersection
+//! and complement are exact at every step, and the automaton decides
+//! emptiness and membership. [`Dfa::rules`] writes it as right-linear grammar
+//! rules over the canonical JSON encoding of each character (see
+//! `strings::char_in`), which is exact because that encoding is prefix-free.
+//!
+//! Why not a crate: `regex-automata` and `derivre` work on UTF-8 bytes, while
+//! llama.cpp's grammars and JSON Schema's lengths work on code points; and the
+//! patterns are ECMAScript, which this crate already parses exactly
+//! (`schema::regex`). Owning the automaton keeps the emitted grammar in
+//! characters and lets length bounds be applied at emission time, where a
+//! counter over a large `maxLength` would otherwise multiply the states.
+//!
+//! Files: `alphabet` (the character classes), `terms` (hash-consed
+//! expressions and their derivatives), `dfa` (construction, pruning,
+//! minimisation, membership), `rules` (grammar emission, length bounds).
+
+mod alphabet;
+mod dfa;
+mod rules;
+mod terms;
+
+#[cfg(test)]
+mod tests;
+
+use crate::grammar::expr::Expr;
+use crate::schema::strings::CharSet;
+
+pub use dfa::Dfa;
+pub use rules::Emitted;
+
+/// The most automaton states a language may need (before minimisation, and
+/// for an emitted length product).
+pub const MAX_STATES: usize = 4096;
+
+/// Why a language could not be compiled or emitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LangError {
+    /// The automaton would need more than [`MAX_STATES`] states.
+    #[error("cannot be enforced together with the other string constraints here: their automaton needs more than {limit} states")]
+    TooManyStates { limit: usize },
+}
+
+/// A regular language of strings, described by its construction.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Re {
+    /// One character of the set.
+    Set(CharSet),
+    /// Each in turn (empty: the empty string).
+    Seq(Vec<Re>),
+    /// Any of them (empty: no string).
+    Alt(Vec<Re>),
+    /// All of them at once (empty: every string).
+    And(Vec<Re>),
+    /// Every string the operand does not match.
+    Not(Box<Re>),
+    /// The operand `min..=max` times (`None`: unbounded).
+    Repeat(Box<Re>, u32, Option<u32>),
+}
+
+impl Re {
+    /// The empty string only.
+    pub fn empty_string() -> Re {
+        Re::Seq(Vec::new())
+    }
+
+    /// No string at all.
+    pub fn nothing() -> Re {
+        Re::Alt(Vec::new())
+    }
+
+    /// Every string.
+    pub fn any_string() -> Re {
+        Re::Repeat(Box::new(Re::Set(CharSet::any())), 0, None)
+    }
+
+    /// Exactly this string.
+    pub fn literal(s: &str) -> Re {
+        Re::Seq(s.chars().map(|c| Re::Set(CharSet::single(c))).collect())
+    }
+
+    /// Any of these strings.
+    pub fn one_of<'a>(words: impl IntoIterator<Item = &'a str>) -> Re {
+        Re::Alt(words.into_iter().map(Re::literal).collect())
+    }
+
+    /// Strings of `min..=max` characters.
+    pub fn length(min: u64, max: Option<u64>) -> Re {
+        let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        Re::Repeat(
+            Box::new(Re::Set(CharSet::any())),
+            clamp(min),
+            max.map(clamp),
+        )
+    }
+
+    /// The complement.
+    pub fn complement(self) -> Re {
+        Re::Not(Box::new(self))
+    }
+
+    /// The language of a grammar expression read over decoded characters, for
+    /// expressions whose characters need no JSON escaping (formats, numbers).
+    /// `None` when it refers to a rule or holds a character that a JSON
+    /// string escapes (its encoding would differ from the character).
+    pub fn from_expr(expr: &Expr) -> Option<Re> {
+        let escaped = CharSet::from_ranges([('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')]);
+        Some(match expr {
+            Expr::Lit(s) => {
+                if s.chars().any(|c| escaped.contains(c)) {
+                    return None;
+                }
+                Re::literal(s)
+            }
+            Expr::Class { negated, ranges } => {
+                let set = CharSet::from_ranges(ranges.iter().copied());
+                let set = if *negated { set.complement() } else { set };
+                if !set.intersect(&escaped).is_empty() {
+                    return None;
+                }
+                Re::Set(set)
+            }
+            Expr::Seq(items) => Re::Seq(items.iter().map(Re::from_expr).collect::<Option<_>>()?),
+            Expr::Alt(items) => Re::Alt(items.iter().map(Re::from_expr).collect::<Option<_>>()?),
+            Expr::Repeat { expr, min, max } => {
+                Re::Repeat(Box::new(Re::from_expr(expr)?), *min, *max)
+            }
+            Expr::Rule(_) => return None,
+        })
+    }
+
+    /// Every character set the description mentions.
+    fn sets<'a>(&'a self, out: &mut Vec<&'a CharSet>) {
+        match self {
+            Re::Set(s) => out.push(s),
+            Re::Seq(items) | Re::Alt(items) | Re::And(items) => {
+                for item in items {
+                    item.sets(out);
+                }
+            }
+            Re::Not(inner) | Re::Repeat(inner, _, _) => inner.sets(out),
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! Writing an automaton as grammar rules over the JSON encoding of its
+//! characters, optionally bounded in length.
+//!
+//! A length bound is applied here rather than in the description: the
+//! product of the automaton with a counter is explored only as far as it is
+//! reachable, and a state whose only transitions loop back to itself (the
+//! `[a-z]*` at the end of most patterns) is written as a counted repetition
+//! instead of one state per count. `^[a-z][a-z0-9-]*$` with `maxLength: 2048`
+//! is then two rules, not 2,048.
+
+use std::collections::HashMap;
+
+use super::dfa::Dfa;
+use super::{LangError, MAX_STATES};
+use crate::grammar::expr::Expr;
+use crate::schema::emit::repeat;
+use crate::schema::strings::{char_in, CharSet};
+
+/// Chains of states referenced once are written inline up to this depth.
+const INLINE_DEPTH: usize = 16;
+
+/// Grammar rules for a language; the first is its start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emitted {
+    pub rules: Vec<(String, Expr)>,
+}
+
+/// A state of the product of the automaton with a length counter.
+struct Node {
+    accepting: bool,
+    /// A state that only loops on these characters: the rest is
+    /// `set{lo, hi}`.
+    sink: Option<(CharSet, u64, Option<u64>)>,
+    /// The characters that stay in this node.
+    self_loop: Option<CharSet>,
+    edges: Vec<(CharSet, usize)>,
+}
+
+impl Dfa {
+    /// The length bounds left to apply to this language: those it already
+    /// keeps are dropped (a format of at most 253 characters under
+    /// `maxLength: 1024` needs no counter).
+    pub fn needed_bounds(&self, min: u64, max: Option<u64>) -> (u64, Option<u64>) {
+        match self.length_bounds() {
+            Some((shortest, longest)) => (
+                if shortest >= min { 0 } else { min },
+                match (max, longest) {
+                    (Some(m), Some(l)) if l <= m => None,
+                    (m, _) => m,
+                },
+            ),
+            None => (min, max),
+        }
+    }
+
+    /// Whether some string of the language has a length in `min..=max`;
+    /// an error when writing it so would take too many states.
+    pub fn has_length_in(&self, min: u64, max: Option<u64>) -> Result<bool, LangError> {
+        if self.states.is_empty() || max.is_some_and(|m| m < min) {
+            return Ok(false);
+        }
+        let (min, max) = self.needed_bounds(min, max);
+        Ok(live(self.product(min, max)?).is_some())
+    }
+
+    /// Rules for the strings of the language whose length (in characters)
+    /// is in `min..=max`; `None` when there is none. `fresh` names rules.
+    pub fn rules(
+        &self,
+        min: u64,
+        max: Option<u64>,
+        fresh: &mut dyn FnMut() -> String,
+    ) -> Result<Option<Emitted>, LangError> {
+        if self.states.is_empty() || max.is_some_and(|m| m < min) {
+            return Ok(None);
+        }
+        let (min, max) = self.needed_bounds(min, max);
+        let nodes = self.product(min, max)?;
+        let Some(nodes) = live(nodes) else {
+            return Ok(None);
+        };
+        let mut indegree = vec![0usize; nodes.len()];
+        for (i, node) in nodes.iter().enumerate() {
+            for (_, t) in &node.edges {
+                if *t != i {
+                    indegree[*t] += 1;
+                }
+            }
+        }
+        let mut names: Vec<Option<String>> = vec![None; nodes.len()];
+        let mut pending = vec![0usize];
+        names[0] = Some(fresh());
+        let mut rules = Vec::new();
+        while let Some(i) = pending.pop() {
+            let mut writer = Writer {
+                nodes: &nodes,
+                indegree: &indegree,
+                names: &mut names,
+                pending: &mut pending,
+                fresh,
+            };
+            let expr = writer.expr(i, 0);
+            if let Some(name) = names[i].clone() {
+                rules.push((name, expr));
+            }
+        }
+        Ok(Some(Emitted { rules }))
+    }
+
+    /// The reachable product states, the start first.
+    fn product(&self, min: u64, max: Option<u64>) -> Result<Vec<Node>, LangError> {
+        // Counts past `min` are all alike when there is no maximum.
+        let step = |n: u64| match max {
+            Some(_) => n + 1,
+            None => (n + 1).min(min),
+        };
+        let mut index: HashMap<(usize, u64), usize> = HashMap::new();
+        let mut keys = vec![(0usize, 0u64)];
+        index.insert((0, 0), 0);
+        let mut nodes = Vec::new();
+        let mut i = 0;
+        while let Some(&(q, n)) = keys.get(i) {
+            i += 1;
+            let edges = self.edges(q);
+            let only_loops = !edges.is_empty() && edges.iter().all(|(_, t)| *t == q);
+            if only_loops && (max.is_some() || n < min) {
+                let set = edges
+                    .iter()
+                    .fold(CharSet::empty(), |acc, (s, _)| acc.union(s));
+                nodes.push(Node {
+                    accepting: false,
+                    sink: Some((set, min.saturating_sub(n), max.map(|m| m - n))),
+                    self_loop: None,
+                    edges: Vec::new(),
+                });
+                continue;
+            }
+            let accepting = self.states[q].accepting && n >= min;
+            let mut node = Node {
+                accepting,
+                sink: None,
+                self_loop: None,
+                edges: Vec::new(),
+            };
+            if max.is_none_or(|m| n < m) {
+                let next_n = step(n);
+                for (set, t) in edges {
+                    let key = (t, next_n);
+                    let target = match index.get(&key) {
+                        Some(&x) => x,
+                        None => {
+                            let x = keys.len();
+                            if x >= MAX_STATES {
+                                return Err(LangError::TooManyStates { limit: MAX_STATES });
+                            }
+                            index.insert(key, x);
+                            keys.push(key);
+                            x
+                        }
+                    };
+                    if target == nodes.len() {
+                        node.self_loop = Some(match node.self_loop.take() {
+                            Some(s) => s.union(&set),
+                            None => set,
+                        });
+                    } else {
+                        node.edges.push((set, target));
+                    }
+                }
+            }
+            nodes.push(node);
+        }
+        Ok(nodes)
+    }
+}
+
+/// The nodes from which a string is accepted, renumbered; `None` if the
+/// start is not one of them.
+fn live(nodes: Vec<Node>) -> Option<Vec<Node>> {
+    let n = nodes.len();
+    let mut back: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, node) in nodes.iter().enumerate() {
+        for (_, t) in &node.edges {
+            back[*t].push(i);
+        }
+    }
+    let mut alive = vec![false; n];
+    let mut stack: Vec<usize> = (0..n)
+        .filter(|&i| nodes[i].accepting || nodes[i].sink.is_some())
+        .collect();
+    for &i in &stack {
+        alive[i] = true;
+    }
+    while let Some(i) = stack.pop() {
+        for &p in &back[i] {
+            if !alive[p] {
+                alive[p] = true;
+                stack.push(p);
+            }
+        }
+    }
+    if !alive.first().copied().unwrap_or(false) {
+        return None;
+    }
+    let mut renumber = vec![usize::MAX; n];
+    let mut kept = 0;
+    for i in 0..n {
+        if alive[i] {
+            renumber[i] = kept;
+            kept += 1;
+        }
+    }
+    Some(
+        nodes
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| alive[*i])
+            .map(|(_, mut node)| {
+                node.edges = node
+                    .edges
+                    .into_iter()
+                    .filter(|(_, t)| alive[*t])
+                    .map(|(s, t)| (s, renumber[t]))
+                    .collect();
+                node
+            })
+            .collect(),
+    )
+}
+
+struct Writer<'a> {
+    nodes: &'a [Node],
+    indegree: &'a [usize],
+    names: &'a mut Vec<Option<String>>,
+    pending: &'a mut Vec<usize>,
+    fresh: &'a mut dyn FnMut() -> String,
+}
+
+impl Writer<'_> {
+    /// The expression of node `i`'s language.
+    fn expr(&mut self, i: usize, depth: usize) -> Expr {
+        let node = &self.nodes[i];
+        if let Some((set, lo, hi)) = &node.sink {
+            return match char_in(set) {
+                Some(c) => repeat(c, *lo, *hi),
+                None => Expr::empty(),
+            };
+        }
+        let mut alts = Vec::new();
+        // Edges grouped by target keep one alternative per target.
+        let mut by_target: Vec<(usize, CharSet)> = Vec::new();
+        for (set, t) in &node.edges {
+            match by_target.iter_mut().find(|(x, _)| x == t) {
+                Some((_, s)) => *s = s.union(set),
+                None => by_target.push((*t, set.clone())),
+            }
+        }
+        for (t, set) in by_target {
+            let Some(c) = char_in(&set) else { continue };
+            let rest = self.reference(t, depth);
+            alts.push(Expr::seq([c, rest]));
+        }
+        if node.accepting {
+            alts.push(Expr::empty());
+        }
+        let body = if alts.is_empty() {
+            Expr::empty()
+        } else {
+            Expr::alt(alts)
+        };
+        match node.self_loop.as_ref().and_then(char_in) {
+            Some(c) => Expr::seq([c.repeat(0, None), body]),
+            None => body,
+        }
+    }
+
+    /// A reference to node `t`: its rule, or its expression inline when
+    /// only one place refers to it.
+    fn reference(&mut self, t: usize, depth: usize) -> Expr {
+        if let Some(name) = &self.names[t] {
+            return Expr::rule(name.clone());
+        }
+        if self.indegree[t] == 1 && depth < INLINE_DEPTH {
+            return self.expr(t, depth + 1);
+        }
+        let name = (self.fresh)();
+        self.names[t] = Some(name.clone());
+        self.pending.push(t);
+        Expr::rule(name)
+    }
+}

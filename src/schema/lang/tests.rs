@@ -1,0 +1,369 @@
+//! The automata against independent references: a direct reading of the
+//! description's semantics (dynamic programming over substrings), and the
+//! `regex` crate for patterns, on every short string over a small alphabet.
+
+use super::*;
+use crate::schema::regex::pattern_to_re;
+use crate::schema::strings::encode_str;
+
+/// A deterministic pseudo-random sequence (xorshift64*).
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const ALPHABET: [char; 4] = ['a', 'b', '"', '\n'];
+
+/// Every string over `ALPHABET` up to `len` characters.
+fn strings(len: usize) -> Vec<Vec<char>> {
+    let mut out = vec![Vec::new()];
+    let mut layer = vec![Vec::new()];
+    for _ in 0..len {
+        let mut next = Vec::new();
+        for s in &layer {
+            for c in ALPHABET {
+                let mut t: Vec<char> = s.clone();
+                t.push(c);
+                next.push(t);
+            }
+        }
+        out.extend(next.iter().cloned());
+        layer = next;
+    }
+    out
+}
+
+/// Whether `s[i..j]` is in the language of `re`, read from the definition.
+fn reference(re: &Re, s: &[char], i: usize, j: usize) -> bool {
+    match re {
+        Re::Set(set) => j == i + 1 && set.contains(s[i]),
+        Re::Seq(items) => seq(items, s, i, j),
+        Re::Alt(items) => items.iter().any(|x| reference(x, s, i, j)),
+        Re::And(items) => items.iter().all(|x| reference(x, s, i, j)),
+        Re::Not(x) => !reference(x, s, i, j),
+        Re::Repeat(x, min, max) => rep(x, *min, *max, s, i, j),
+    }
+}
+
+fn seq(items: &[Re], s: &[char], i: usize, j: usize) -> bool {
+    match items.split_first() {
+        None => i == j,
+        Some((first, rest)) => (i..=j).any(|k| reference(first, s, i, k) && seq(rest, s, k, j)),
+    }
+}
+
+fn rep(x: &Re, min: u32, max: Option<u32>, s: &[char], i: usize, j: usize) -> bool {
+    if i == j {
+        return min == 0 || reference(x, s, i, i);
+    }
+    if max == Some(0) {
+        return false;
+    }
+    (i + 1..=j).any(|k| {
+        reference(x, s, i, k) && rep(x, min.saturating_sub(1), max.map(|m| m - 1), s, k, j)
+    })
+}
+
+fn random_re(rng: &mut Rng, depth: u32) -> Re {
+    let leaf = depth == 0 || rng.below(4) == 0;
+    if leaf {
+        let mut ranges = Vec::new();
+        for c in ALPHABET {
+            if rng.below(2) == 0 {
+                ranges.push((c, c));
+            }
+        }
+        if rng.below(8) == 0 {
+            return Re::empty_string();
+        }
+        return Re::Set(CharSet::from_ranges(ranges));
+    }
+    let some = |rng: &mut Rng| -> Vec<Re> {
+        (0..1 + rng.below(3))
+            .map(|_| random_re(rng, depth - 1))
+            .collect()
+    };
+    match rng.below(6) {
+        0 | 1 => Re::Seq(some(rng)),
+        2 => Re::Alt(some(rng)),
+        3 => Re::And(some(rng)),
+        4 => Re::Not(Box::new(random_re(rng, depth - 1))),
+        _ => {
+            let min = rng.below(3) as u32;
+            let max = match rng.below(3) {
+                0 => None,
+                _ => Some(min + rng.below(3) as u32),
+            };
+            Re::Repeat(Box::new(random_re(rng, depth - 1)), min, max)
+        }
+    }
+}
+
+/// A small matcher for emitted rules over the JSON-encoded text: the end
+/// positions reachable from `starts`.
+fn ends(expr: &Expr, rules: &[(String, Expr)], s: &[char], starts: Vec<usize>) -> Vec<usize> {
+    if starts.is_empty() {
+        return starts;
+    }
+    let mut out: Vec<usize> = match expr {
+        Expr::Lit(l) => {
+            let l: Vec<char> = l.chars().collect();
+            starts
+                .into_iter()
+                .filter(|&i| s.get(i..i + l.len()) == Some(&l[..]))
+                .map(|i| i + l.len())
+                .collect()
+        }
+        Expr::Class { negated, ranges } => starts
+            .into_iter()
+            .filter(|&i| {
+                s.get(i)
+                    .is_some_and(|c| ranges.iter().any(|(a, b)| a <= c && c <= b) != *negated)
+            })
+            .map(|i| i + 1)
+            .collect(),
+        Expr::Seq(items) => items
+            .iter()
+            .fold(starts, |pos, item| ends(item, rules, s, pos)),
+        Expr::Alt(items) => items
+            .iter()
+            .flat_map(|item| ends(item, rules, s, starts.clone()))
+            .collect(),
+        Expr::Repeat { expr, min, max } => {
+            let mut all = Vec::new();
+            let mut pos = starts;
+            let mut n = 0;
+            loop {
+                if n >= *min {
+                    all.extend(pos.iter().copied());
+                }
+                if max.is_some_and(|m| n >= m) || pos.is_empty() {
+                    break;
+                }
+                let next = ends(expr, rules, s, pos.clone());
+                let next: Vec<usize> = next.into_iter().filter(|p| !pos.contains(p)).collect();
+                pos = next;
+                n += 1;
+                if n > 64 {
+                    break;
+                }
+            }
+            all
+        }
+        Expr::Rule(name) => {
+            let body = &rules.iter().find(|(n, _)| n == name).expect("rule").1;
+            ends(body, rules, s, starts)
+        }
+    };
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn emitted_matches(e: &Emitted, encoded: &str) -> bool {
+    let s: Vec<char> = encoded.chars().collect();
+    ends(&e.rules[0].1, &e.rules, &s, vec![0]).contains(&s.len())
+}
+
+fn emit(dfa: &Dfa, min: u64, max: Option<u64>) -> Option<Emitted> {
+    let mut n = 0;
+    dfa.rules(min, max, &mut || {
+        n += 1;
+        format!("s{n}")
+    })
+    .expect("emits")
+}
+
+#[test]
+fn automata_of_random_descriptions_match_their_definition() {
+    let mut rng = Rng::new(7);
+    let all = strings(5);
+    for round in 0..400 {
+        let re = random_re(&mut rng, 4);
+        let dfa = Dfa::new(&re).expect("compiles");
+        let mut any = false;
+        for s in &all {
+            let text: String = s.iter().collect();
+            let want = reference(&re, s, 0, s.len());
+            any |= want;
+            assert_eq!(
+                dfa.matches(&text),
+                want,
+                "round {round}: {re:?} on {text:?}"
+            );
+        }
+        // Emptiness and the shortest length agree with the strings tried.
+        match dfa.length_bounds() {
+            None => assert!(!any && dfa.is_empty(), "round {round}: {re:?}"),
+            Some((shortest, _)) => assert_eq!(any, shortest <= 5, "round {round}: {re:?}"),
+        }
+    }
+}
+
+#[test]
+fn emitted_rules_match_the_encoded_strings_of_the_language_within_lengths() {
+    let mut rng = Rng::new(11);
+    let all = strings(5);
+    for round in 0..300 {
+        let re = random_re(&mut rng, 3);
+        let dfa = Dfa::new(&re).expect("compiles");
+        let min = rng.below(3);
+        let max = match rng.below(3) {
+            0 => None,
+            _ => Some(min + rng.below(4)),
+        };
+        let emitted = emit(&dfa, min, max);
+        for s in &all {
+            let text: String = s.iter().collect();
+            let len = s.len() as u64;
+            let want = reference(&re, s, 0, s.len()) && len >= min && max.is_none_or(|m| len <= m);
+            let got = emitted
+                .as_ref()
+                .is_some_and(|e| emitted_matches(e, &encode_str(&text)));
+            assert_eq!(
+                got, want,
+                "round {round}: {re:?} {min}..{max:?} on {text:?}"
+            );
+        }
+    }
+}
+
+/// Patterns written in the syntax both ECMAScript and the `regex` crate
+/// read the same way.
+fn random_pattern(rng: &mut Rng, depth: u32) -> String {
+    let atoms = ["a", "b", "[ab]", "[^a]", ".", "\\n", "\""];
+    if depth == 0 || rng.below(3) == 0 {
+        return atoms[rng.below(atoms.len() as u64) as usize].to_owned();
+    }
+    match rng.below(4) {
+        0 => format!(
+            "{}{}",
+            random_pattern(rng, depth - 1),
+            random_pattern(rng, depth - 1)
+        ),
+        1 => format!(
+            "(?:{}|{})",
+            random_pattern(rng, depth - 1),
+            random_pattern(rng, depth - 1)
+        ),
+        2 => {
+            let q = ["*", "+", "?", "{2}", "{1,3}", "{0,2}", "{2,}"];
+            format!(
+                "(?:{}){}",
+                random_pattern(rng, depth - 1),
+                q[rng.below(q.len() as u64) as usize]
+            )
+        }
+        _ => {
+            let anchored = rng.below(2) == 0;
+            let p = random_pattern(rng, depth - 1);
+            if anchored {
+                format!("^{p}$")
+            } else {
+                p
+            }
+        }
+    }
+}
+
+fn pattern(rng: &mut Rng) -> (String, Re, regex::Regex) {
+    loop {
+        let p = random_pattern(rng, 4);
+        // Anchors only at the ends of the whole pattern.
+        let inner_anchor = p
+            .get(1..p.len().saturating_sub(1))
+            .is_some_and(|m| m.contains('^') || m.contains('$'));
+        if inner_anchor {
+            continue;
+        }
+        let re = pattern_to_re(&p).expect("parses");
+        let rust = regex::Regex::new(&p).expect("regex crate parses");
+        return (p, re, rust);
+    }
+}
+
+#[test]
+fn intersections_and_complements_of_patterns_agree_with_the_regex_crate() {
+    let mut rng = Rng::new(3);
+    let all = strings(5);
+    for _ in 0..200 {
+        let (pa, a, ra) = pattern(&mut rng);
+        let (pb, b, rb) = pattern(&mut rng);
+        let both = Dfa::new(&Re::And(vec![a.clone(), b.clone()])).expect("compiles");
+        let not_a = Dfa::new(&a.clone().complement()).expect("compiles");
+        let a_not_b = Dfa::new(&Re::And(vec![a, b.complement()])).expect("compiles");
+        for s in &all {
+            let text: String = s.iter().collect();
+            let (ma, mb) = (ra.is_match(&text), rb.is_match(&text));
+            assert_eq!(
+                both.matches(&text),
+                ma && mb,
+                "{pa:?} and {pb:?} on {text:?}"
+            );
+            assert_eq!(not_a.matches(&text), !ma, "not {pa:?} on {text:?}");
+            assert_eq!(
+                a_not_b.matches(&text),
+                ma && !mb,
+                "{pa:?} but not {pb:?} on {text:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn minimal_automata_of_familiar_languages() {
+    let dfa = |p: &str| Dfa::new(&pattern_to_re(p).expect("parses")).expect("compiles");
+    assert_eq!(dfa("^[a-z]+$").len(), 2);
+    assert_eq!(dfa("abc").len(), 4);
+    assert_eq!(dfa("^(a|b)*abb$").len(), 4);
+    assert!(dfa("^a$").matches("a") && !dfa("^a$").matches("aa"));
+    let never = Dfa::new(&Re::And(vec![
+        pattern_to_re("^a+$").expect("parses"),
+        pattern_to_re("b").expect("parses"),
+    ]))
+    .expect("compiles");
+    assert!(never.is_empty());
+}
+
+#[test]
+fn length_bounds_of_automata() {
+    let dfa = |p: &str| Dfa::new(&pattern_to_re(p).expect("parses")).expect("compiles");
+    assert_eq!(dfa("^[0-9]{3,5}$").length_bounds(), Some((3, Some(5))));
+    assert_eq!(dfa("^x[0-9]*$").length_bounds(), Some((1, None)));
+    assert_eq!(
+        Dfa::new(&Re::nothing()).expect("compiles").length_bounds(),
+        None
+    );
+}
+
+#[test]
+fn a_large_maximum_length_over_a_trailing_loop_stays_small() {
+    let dfa = Dfa::new(&pattern_to_re("^[a-z][a-z0-9-]*$").expect("parses")).expect("compiles");
+    let e = emit(&dfa, 0, Some(2048)).expect("some");
+    assert!(e.rules.len() <= 2, "{:?}", e.rules);
+    assert!(emitted_matches(&e, &format!("a{}", "0".repeat(2047))));
+    assert!(!emitted_matches(&e, &format!("a{}", "0".repeat(2048))));
+}
+
+#[test]
+fn formats_read_as_languages() {
+    use crate::schema::formats::Format;
+    let uuid = Re::from_expr(&Format::Uuid.expr()).expect("plain characters");
+    let dfa = Dfa::new(&uuid).expect("compiles");
+    assert!(dfa.matches("123e4567-e89b-12d3-a456-426614174000"));
+    assert!(!dfa.matches("123e4567-e89b-12d3-a456-42661417400"));
+    assert_eq!(Re::from_expr(&Expr::lit("a\"b")), None);
+    assert_eq!(Re::from_expr(&Expr::rule("x")), None);
+}
