@@ -77,7 +77,9 @@ fn each_bad_schema_gets_a_precise_message() {
         ),
         (
             json!({"type": "string", "format": "int32"}),
-            "unsupported format \"int32\" at the root (#) (supported: date, time, date-time",
+            "unsupported format \"int32\" at the root (#) (supported: date, time, date-time, \
+             duration, uuid, email, hostname, ipv4, ipv6, uri, uri-reference, iri, iri-reference, \
+             json-pointer, relative-json-pointer, byte)",
         ),
         (
             json!({"type": "string", "pattern": "^(?=a)b"}),

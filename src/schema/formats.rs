@@ -2,6 +2,11 @@
 //! of what the format's RFC allows, chosen so that every validator agrees the
 //! output is valid (e.g. real calendar days, hostnames whose last label starts
 //! with a letter).
+//!
+//! Every grammar is built from literals, classes, sequences, alternations and
+//! repetitions only (no negated class, no rule reference), and none holds `"`,
+//! `\` or a control character, so the content needs no JSON escaping and can be
+//! turned into an automaton over decoded characters.
 
 use crate::grammar::expr::Expr;
 
@@ -18,11 +23,17 @@ pub enum Format {
     Ipv4,
     Ipv6,
     Uri,
+    UriReference,
+    Iri,
+    IriReference,
+    JsonPointer,
+    RelativeJsonPointer,
+    Byte,
 }
 
 /// The names, for error messages.
-pub const SUPPORTED: &str =
-    "date, time, date-time, duration, uuid, email, hostname, ipv4, ipv6, uri";
+pub const SUPPORTED: &str = "date, time, date-time, duration, uuid, email, hostname, ipv4, ipv6, \
+     uri, uri-reference, iri, iri-reference, json-pointer, relative-json-pointer, byte";
 
 impl Format {
     pub fn from_name(name: &str) -> Option<Format> {
@@ -37,6 +48,12 @@ impl Format {
             "ipv4" => Format::Ipv4,
             "ipv6" => Format::Ipv6,
             "uri" => Format::Uri,
+            "uri-reference" => Format::UriReference,
+            "iri" => Format::Iri,
+            "iri-reference" => Format::IriReference,
+            "json-pointer" => Format::JsonPointer,
+            "relative-json-pointer" => Format::RelativeJsonPointer,
+            "byte" => Format::Byte,
             _ => return None,
         })
     }
@@ -54,6 +71,12 @@ impl Format {
             Format::Ipv4 => "fmt-ipv4",
             Format::Ipv6 => "fmt-ipv6",
             Format::Uri => "fmt-uri",
+            Format::UriReference => "fmt-uri-reference",
+            Format::Iri => "fmt-iri",
+            Format::IriReference => "fmt-iri-reference",
+            Format::JsonPointer => "fmt-json-pointer",
+            Format::RelativeJsonPointer => "fmt-relative-json-pointer",
+            Format::Byte => "fmt-byte",
         }
     }
 
@@ -75,7 +98,13 @@ impl Format {
             Format::Hostname => hostname(),
             Format::Ipv4 => ipv4(),
             Format::Ipv6 => ipv6(),
-            Format::Uri => uri(),
+            Format::Uri => uri(&UriChars::new(false)),
+            Format::UriReference => uri_reference(&UriChars::new(false)),
+            Format::Iri => uri(&UriChars::new(true)),
+            Format::IriReference => uri_reference(&UriChars::new(true)),
+            Format::JsonPointer => json_pointer(),
+            Format::RelativeJsonPointer => relative_json_pointer(),
+            Format::Byte => byte(),
         }
     }
 }
@@ -96,9 +125,23 @@ fn hex() -> Expr {
     Expr::class(&[('0', '9'), ('A', 'F'), ('a', 'f')])
 }
 
-/// `YYYY-MM-DD`, a real calendar day (29 February only in leap years).
+/// A set of single characters as a class.
+fn chars(set: &str) -> Expr {
+    let mut ranges: Vec<(char, char)> = set.chars().map(|c| (c, c)).collect();
+    ranges.sort_unstable();
+    Expr::class(&ranges)
+}
+
+/// `YYYY-MM-DD`, a real calendar day (29 February only in leap years) of the
+/// years 0001-9999: Python's validators (`datetime.date`, rfc3339-validator)
+/// have no year 0.
 fn date() -> Expr {
-    let year = digits(4);
+    let year = Expr::alt([
+        Expr::seq([range('1', '9'), digits(3)]),
+        Expr::seq([Expr::lit("0"), range('1', '9'), digits(2)]),
+        Expr::seq([Expr::lit("00"), range('1', '9'), digit()]),
+        Expr::seq([Expr::lit("000"), range('1', '9')]),
+    ]);
     let m31 = Expr::alt(["01", "03", "05", "07", "08", "10", "12"].map(Expr::lit));
     let m30 = Expr::alt(["04", "06", "09", "11"].map(Expr::lit));
     let day_1_28 = Expr::alt([
@@ -127,7 +170,8 @@ fn date() -> Expr {
     Expr::alt([common, Expr::seq([leap_year(), Expr::lit("-02-29")])])
 }
 
-/// Four-digit years divisible by 4, except centuries not divisible by 400.
+/// Four-digit years divisible by 4, except centuries not divisible by 400,
+/// and except 0000 (see [`date`]).
 fn leap_year() -> Expr {
     // Last two digits divisible by 4 and not 00: 04, 08, 12, ..., 96.
     let mult4 = Expr::alt([
@@ -147,12 +191,16 @@ fn leap_year() -> Expr {
     let century_mult4 = mult4.clone();
     Expr::alt([
         Expr::seq([digits(2), mult4]),
-        // Centuries: 0000, 0400, 0800, 1200, ..., i.e. first two digits divisible by 4.
-        Expr::seq([Expr::alt([Expr::lit("00"), century_mult4]), Expr::lit("00")]),
+        // Centuries: 0400, 0800, 1200, ..., i.e. first two digits divisible by 4 (not 0000).
+        Expr::seq([century_mult4, Expr::lit("00")]),
     ])
 }
 
-/// `HH:MM:SS`, optional fraction, and a `Z` or `±HH:MM` offset.
+/// `HH:MM:SS`, optional fraction, and a `Z` or `±HH:MM` offset (HH 00-23,
+/// MM 00-59). Seconds stop at 59: a leap second is valid only at 23:59:60 UTC,
+/// which depends on the offset. RFC 3339 allows a lowercase `t` and `z`, and the
+/// JSON Schema validators accept them, but other consumers (PHP's
+/// `DateTime::createFromFormat(DATE_RFC3339)`) do not: uppercase only.
 fn time() -> Expr {
     let hour = Expr::alt([
         Expr::seq([range('0', '1'), digit()]),
@@ -209,22 +257,56 @@ fn uuid() -> Expr {
     ])
 }
 
-/// One DNS label: letters, digits and inner hyphens, at most 62 characters.
-fn label(first: Expr) -> Expr {
-    let alnum = Expr::class(&[('0', '9'), ('A', 'Z'), ('a', 'z')]);
+fn alnum() -> Expr {
+    Expr::class(&[('0', '9'), ('A', 'Z'), ('a', 'z')])
+}
+
+/// One DNS label of at most `max` (5 to 63) characters: letters, digits and
+/// inner hyphens, never two hyphens in the third and fourth places (RFC 5891
+/// reserves those for A-labels such as `xn--…`, whose Punycode validators
+/// decode and check).
+fn label(first: Expr, max: u32) -> Expr {
     let inner = Expr::class(&[('-', '-'), ('0', '9'), ('A', 'Z'), ('a', 'z')]);
-    Expr::seq([first, Expr::seq([inner.repeat(0, Some(60)), alnum]).opt()])
+    // The third and fourth characters, when neither is the last.
+    let third_fourth = Expr::alt([
+        Expr::seq([alnum(), inner.clone()]),
+        Expr::seq([Expr::lit("-"), alnum()]),
+    ]);
+    let tail = Expr::alt([
+        alnum(),
+        Expr::seq([inner.clone(), alnum()]),
+        Expr::seq([inner.clone(), inner.clone(), alnum()]),
+        Expr::seq([
+            inner.clone(),
+            third_fourth,
+            inner.repeat(0, Some(max - 5)),
+            alnum(),
+        ]),
+    ]);
+    Expr::seq([first, tail.opt()])
 }
 
-/// Up to four labels (at most 251 characters); the last starts with a letter.
+/// `n` to `m` labels joined by dots, each of at most `max` characters; the
+/// last starts with a letter (so that no validator reads an IPv4 address).
+fn labels(n: u32, m: u32, max: u32) -> Expr {
+    let any = label(alnum(), max);
+    let last = label(Expr::class(&[('A', 'Z'), ('a', 'z')]), max);
+    Expr::seq([
+        Expr::seq([any, Expr::lit(".")]).repeat(n - 1, Some(m - 1)),
+        last,
+    ])
+}
+
+/// Up to four labels of at most 62 characters (at most 251 in all).
 fn hostname() -> Expr {
-    let any = label(Expr::class(&[('0', '9'), ('A', 'Z'), ('a', 'z')]));
-    let last = label(Expr::class(&[('A', 'Z'), ('a', 'z')]));
-    Expr::seq([Expr::seq([any, Expr::lit(".")]).repeat(0, Some(3)), last])
+    labels(1, 4, 62)
 }
 
-/// `local@host` with a dot-atom local part of at most 64 characters (RFC
+/// `local@domain` with a dot-atom local part of at most 64 characters (RFC
 /// 5321): one atom of up to 64, or up to four atoms of up to 15 joined by dots.
+/// The domain is dotted, as ajv-formats and PHP's `FILTER_VALIDATE_EMAIL`
+/// require: two or three labels of up to 62 characters, or four of up to 46,
+/// so that the whole address stays within 254 characters.
 fn email() -> Expr {
     let atom_char = Expr::class(&[
         ('+', '+'),
@@ -240,7 +322,8 @@ fn email() -> Expr {
         Expr::seq([Expr::lit("."), short]).repeat(1, Some(3)),
     ]);
     let local = Expr::alt([atom_char.repeat(1, Some(64)), dotted]);
-    Expr::seq([local, Expr::lit("@"), hostname()])
+    let domain = Expr::alt([labels(2, 3, 62), labels(4, 4, 46)]);
+    Expr::seq([local, Expr::lit("@"), domain])
 }
 
 /// 0-255 without leading zeros.
@@ -292,44 +375,209 @@ fn ipv6() -> Expr {
     Expr::alt(forms)
 }
 
-/// An absolute URI with an authority: `scheme://host[:port][/path][?query][#fragment]`.
-fn uri() -> Expr {
-    let scheme = Expr::seq([
+/// RFC 3987 `ucschar` in the Basic Multilingual Plane, less the
+/// bidirectional formatting characters, which RFC 3987 (section 4.1) forbids
+/// in IRIs (U+200E, U+200F, U+202A-U+202E, and the Arabic letter mark U+061C
+/// and isolates U+2066-U+2069 that Unicode added since). The supplementary
+/// planes are left out: rfc3987-syntax, which Python's jsonschema uses without
+/// the GPL-licensed rfc3987, knows only the BMP ranges.
+const UCSCHAR: [(char, char); 7] = [
+    ('\u{A0}', '\u{61B}'),
+    ('\u{61D}', '\u{200D}'),
+    ('\u{2010}', '\u{2029}'),
+    ('\u{202F}', '\u{2065}'),
+    ('\u{206A}', '\u{D7FF}'),
+    ('\u{F900}', '\u{FDCF}'),
+    ('\u{FDF0}', '\u{FFEF}'),
+];
+
+/// RFC 3987 `iprivate` in the BMP (as [`UCSCHAR`]): private-use code points,
+/// allowed in an IRI's query only.
+const IPRIVATE: (char, char) = ('\u{E000}', '\u{F8FF}');
+
+/// The characters of a URI's (or, with `iri`, an IRI's) path, query and
+/// fragment.
+struct UriChars {
+    /// `pchar`: unreserved, sub-delims, `:`, `@` or a percent-encoding.
+    pchar: Expr,
+    /// `segment-nz-nc`'s character: a `pchar` other than `:`.
+    pchar_nc: Expr,
+    /// A query's character: a `pchar`, `/` or `?` (and `iprivate` in an IRI).
+    query: Expr,
+    /// A fragment's character: a `pchar`, `/` or `?`.
+    fragment: Expr,
+}
+
+impl UriChars {
+    fn new(iri: bool) -> UriChars {
+        let mut nc = vec![
+            // unreserved: ALPHA DIGIT - . _ ~
+            ('-', '.'),
+            ('0', '9'),
+            ('A', 'Z'),
+            ('_', '_'),
+            ('a', 'z'),
+            ('~', '~'),
+            // sub-delims: ! $ & ' ( ) * + , ; =
+            ('!', '!'),
+            ('$', '$'),
+            ('&', ','),
+            (';', ';'),
+            ('=', '='),
+            ('@', '@'),
+        ];
+        if iri {
+            nc.extend(UCSCHAR);
+        }
+        let mut pchar = nc.clone();
+        pchar.push((':', ':'));
+        let mut fragment = pchar.clone();
+        fragment.extend([('/', '/'), ('?', '?')]);
+        let mut query = fragment.clone();
+        if iri {
+            query.push(IPRIVATE);
+        }
+        let with_pct = |mut ranges: Vec<(char, char)>| {
+            ranges.sort_unstable();
+            Expr::alt([
+                Expr::class(&ranges),
+                Expr::seq([Expr::lit("%"), hex(), hex()]),
+            ])
+        };
+        UriChars {
+            pchar: with_pct(pchar),
+            pchar_nc: with_pct(nc),
+            query: with_pct(query),
+            fragment: with_pct(fragment),
+        }
+    }
+
+    /// `path-abempty`: any number of `/segment`.
+    fn path_abempty(&self) -> Expr {
+        Expr::seq([Expr::lit("/"), self.pchar.clone().repeat(0, None)]).repeat(0, None)
+    }
+
+    /// `[ "?" query ] [ "#" fragment ]`.
+    fn query_fragment(&self) -> Expr {
+        Expr::seq([
+            Expr::seq([Expr::lit("?"), self.query.clone().repeat(0, None)]).opt(),
+            Expr::seq([Expr::lit("#"), self.fragment.clone().repeat(0, None)]).opt(),
+        ])
+    }
+}
+
+/// `host [":" port]`: a hostname or an IPv4 address (ASCII, also in IRIs),
+/// a port 0-65535 without leading zeros (RFC 3986 allows any digits, PHP's
+/// `FILTER_VALIDATE_URL` and WHATWG URL parsers only a TCP port).
+fn authority() -> Expr {
+    let port = Expr::alt([
+        digit(),
+        Expr::seq([range('1', '9'), digit().repeat(1, Some(3))]),
+        Expr::seq([range('1', '5'), digits(4)]),
+        Expr::seq([Expr::lit("6"), range('0', '4'), digits(3)]),
+        Expr::seq([Expr::lit("65"), range('0', '4'), digits(2)]),
+        Expr::seq([Expr::lit("655"), range('0', '2'), digit()]),
+        Expr::seq([Expr::lit("6553"), range('0', '5')]),
+    ]);
+    Expr::seq([
+        Expr::alt([hostname(), ipv4()]),
+        Expr::seq([Expr::lit(":"), port]).opt(),
+    ])
+}
+
+/// `scheme ":"`: a letter, then up to 15 letters, digits, `+`, `-` or `.`.
+fn scheme() -> Expr {
+    Expr::seq([
         Expr::class(&[('A', 'Z'), ('a', 'z')]),
         Expr::class(&[('+', '+'), ('-', '.'), ('0', '9'), ('A', 'Z'), ('a', 'z')])
             .repeat(0, Some(15)),
-    ]);
-    let unreserved = [
-        ('-', '.'),
-        ('0', '9'),
-        ('A', 'Z'),
-        ('_', '_'),
-        ('a', 'z'),
-        ('~', '~'),
-    ];
-    let sub_delims = [('!', '!'), ('$', '$'), ('&', ','), (';', ';'), ('=', '=')];
-    let pct = Expr::seq([Expr::lit("%"), hex(), hex()]);
-    let pchar_set: Vec<(char, char)> = unreserved
-        .iter()
-        .chain(sub_delims.iter())
-        .copied()
-        .chain([(':', ':'), ('@', '@')])
-        .collect();
-    let pchar = Expr::alt([Expr::class(&pchar_set), pct.clone()]);
-    let mut qset = pchar_set.clone();
-    qset.extend([('/', '/'), ('?', '?')]);
-    let qchar = Expr::alt([Expr::class(&qset), pct]);
-    let host = Expr::alt([hostname(), ipv4()]);
-    let port = Expr::seq([Expr::lit(":"), digit().repeat(1, Some(5))]).opt();
-    let path = Expr::seq([Expr::lit("/"), pchar.repeat(0, None)]).repeat(0, None);
+        Expr::lit(":"),
+    ])
+}
+
+/// An absolute URI (or IRI) with an authority:
+/// `scheme://host[:port][/path][?query][#fragment]`.
+fn uri(c: &UriChars) -> Expr {
     Expr::seq([
-        scheme,
-        Expr::lit("://"),
-        host,
-        port,
-        path,
-        Expr::seq([Expr::lit("?"), qchar.clone().repeat(0, None)]).opt(),
-        Expr::seq([Expr::lit("#"), qchar.repeat(0, None)]).opt(),
+        scheme(),
+        Expr::lit("//"),
+        authority(),
+        c.path_abempty(),
+        c.query_fragment(),
+    ])
+}
+
+/// A URI as [`uri`] or an RFC 3986 `relative-ref`: a network path
+/// (`//host[:port]/path`), an absolute path (`/a/b`, never `//`), a relative
+/// path whose first segment has no colon (`a/b`, not `a:b`, which would read
+/// as a scheme), or none; then an optional query and fragment (`?q`, `#f`, and
+/// the empty reference). A URI and a network path share their grammar, the
+/// scheme optional.
+fn uri_reference(c: &UriChars) -> Expr {
+    let segments = Expr::seq([Expr::lit("/"), c.pchar.clone().repeat(0, None)]).repeat(0, None);
+    let part = Expr::alt([
+        Expr::seq([
+            scheme().opt(),
+            Expr::lit("//"),
+            authority(),
+            c.path_abempty(),
+        ]),
+        Expr::seq([
+            Expr::lit("/"),
+            Expr::seq([c.pchar.clone().repeat(1, None), segments.clone()]).opt(),
+        ]),
+        Expr::seq([c.pchar_nc.clone().repeat(1, None), segments]),
+    ])
+    .opt();
+    Expr::seq([part, c.query_fragment()])
+}
+
+/// RFC 6901: empty, or `/`-prefixed reference tokens in which `~` is only
+/// followed by `0` or `1`. Unescaped characters: printable ASCII (less `"`, `/`,
+/// `\`, `~`) and every non-control code point but U+FFFE and U+FFFF.
+fn json_pointer() -> Expr {
+    let unescaped = Expr::class(&[
+        (' ', '!'),
+        ('#', '.'),
+        ('0', '['),
+        (']', '}'),
+        ('\u{A0}', '\u{D7FF}'),
+        ('\u{E000}', '\u{FFFD}'),
+        ('\u{10000}', '\u{10FFFF}'),
+    ]);
+    let token_char = Expr::alt([unescaped, Expr::lit("~0"), Expr::lit("~1")]);
+    Expr::seq([Expr::lit("/"), token_char.repeat(0, None)]).repeat(0, None)
+}
+
+/// A non-negative integer without leading zeros, then `#` or a JSON pointer
+/// (draft-handrews-relative-json-pointer-01; the index adjustments of later
+/// drafts, `0+1`, are left out, as validators differ). Python's jsonschema
+/// rejects a digit after a `0` anywhere in the integer (`105`, `100`), so a
+/// zero comes only last: `0`, or up to nine nonzero digits and an optional `0`.
+fn relative_json_pointer() -> Expr {
+    let int = Expr::alt([
+        Expr::lit("0"),
+        Expr::seq([range('1', '9').repeat(1, Some(9)), Expr::lit("0").opt()]),
+    ]);
+    Expr::seq([int, Expr::alt([Expr::lit("#"), json_pointer()])])
+}
+
+/// Base64 (RFC 4648, standard alphabet, `=` padding), the empty string
+/// included. The bits that padding leaves over are zero, as strict decoders
+/// require: before `=` the last character encodes a multiple of 4, before
+/// `==` a multiple of 16.
+fn byte() -> Expr {
+    let b64 = Expr::class(&[('+', '+'), ('/', '9'), ('A', 'Z'), ('a', 'z')]);
+    let one_pad = Expr::seq([
+        b64.clone(),
+        b64.clone(),
+        chars("AEIMQUYcgkosw048"),
+        Expr::lit("="),
+    ]);
+    let two_pad = Expr::seq([b64.clone(), chars("AQgw"), Expr::lit("==")]);
+    Expr::seq([
+        b64.repeat(4, Some(4)).repeat(0, None),
+        Expr::alt([one_pad, two_pad]).opt(),
     ])
 }
 
@@ -347,10 +595,23 @@ mod tests {
         }
     }
 
+    /// Every format, in [`SUPPORTED`]'s order.
+    fn all() -> Vec<Format> {
+        SUPPORTED
+            .split(", ")
+            .map(|name| Format::from_name(name).unwrap_or_else(|| panic!("{name}")))
+            .collect()
+    }
+
     #[test]
     fn names_round_trip() {
-        for name in SUPPORTED.split(", ") {
-            assert!(Format::from_name(name).is_some(), "{name}");
+        let formats = all();
+        assert_eq!(formats.len(), 16);
+        for (name, f) in SUPPORTED.split(", ").zip(&formats) {
+            assert_eq!(f.rule_name(), format!("fmt-{name}"));
+        }
+        for (i, f) in formats.iter().enumerate() {
+            assert!(!formats[..i].contains(f), "{f:?} twice");
         }
         assert_eq!(Format::from_name("int32"), None);
     }
@@ -365,10 +626,17 @@ mod tests {
                 "2000-02-29",
                 "1999-12-31",
                 "2023-04-30",
-                "0000-02-29",
+                "0004-02-29",
+                "0001-01-01",
+                "0010-10-10",
+                "0100-01-01",
                 "1600-02-29",
+                "9999-12-31",
             ],
             &[
+                // No year 0 (Python's validators reject it).
+                "0000-01-01",
+                "0000-02-29",
                 "2023-02-29",
                 "1900-02-29",
                 "2024-04-31",
@@ -386,7 +654,7 @@ mod tests {
     fn leap_years_follow_the_gregorian_rule() {
         let re = regex::Regex::new(&format!("^(?:{})$", leap_year().to_regex())).unwrap();
         for y in 0..10000u32 {
-            let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+            let leap = ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0) && y != 0;
             assert_eq!(re.is_match(&format!("{y:04}")), leap, "{y}");
         }
     }
@@ -400,16 +668,43 @@ mod tests {
                 "23:59:59+01:00",
                 "12:30:00.123Z",
                 "08:00:00-05:30",
+                "12:00:00+23:59",
+                "12:00:00-00:00",
+                "12:00:00+14:45",
+                "12:00:00.123456789Z",
             ],
-            &["24:00:00Z", "12:60:00Z", "12:00:00", "12:00Z", "1:00:00Z"],
+            &[
+                "24:00:00Z",
+                "12:60:00Z",
+                "12:00:60Z",
+                "23:59:60Z",
+                "12:00:00",
+                "12:00Z",
+                "1:00:00Z",
+                "12:00:00+24:00",
+                "12:00:00+12:60",
+                "12:00:00+0100",
+                "12:00:00+01",
+                "12:00:00z",
+                "12:00:00.Z",
+                "12:00:00.1234567890Z",
+            ],
         );
         check(
             Format::DateTime,
-            &["2024-05-01T12:00:00Z", "2024-02-29T00:00:00.5+02:00"],
+            &[
+                "2024-05-01T12:00:00Z",
+                "2024-02-29T00:00:00.5+02:00",
+                "0001-01-01T00:00:00-23:59",
+            ],
             &[
                 "2024-05-01 12:00:00Z",
                 "2024-05-01T12:00:00",
                 "2023-02-29T00:00:00Z",
+                "2024-05-01t12:00:00Z",
+                "2024-05-01T12:00:00z",
+                "2024-05-01T12:00:00+24:00",
+                "0000-01-01T00:00:00Z",
             ],
         );
     }
@@ -449,29 +744,74 @@ mod tests {
 
     #[test]
     fn hostnames_and_emails() {
+        let l62 = "a".repeat(62);
+        let l63 = "a".repeat(63);
         check(
             Format::Hostname,
-            &["example.com", "localhost", "a-b.c1.example.org", "x"],
-            &["-a.com", "a-.com", "a..b", "example.123", "", "a_b.com"],
+            &[
+                "example.com",
+                "localhost",
+                "a-b.c1.example.org",
+                "x",
+                "ab-c.com",
+                "a--b.com",
+                "ab-c-d.com",
+                "abc--d",
+                &format!("{l62}.com"),
+            ],
+            &[
+                "-a.com",
+                "a-.com",
+                "a..b",
+                "example.123",
+                "",
+                "a_b.com",
+                // Hyphens in the third and fourth places: an A-label, which
+                // validators decode as Punycode.
+                "ab--cd.com",
+                "xn--nxasmq6b.com",
+                "example.ab--c",
+                &format!("{l63}.com"),
+                "a.b.c.d.e",
+            ],
         );
         let long_atom = format!("{}@x.com", "a".repeat(64));
         let long_dotted = format!("{0}.{0}.{0}.{0}@x.com", "b".repeat(15));
         let too_long_atom = format!("{}@x.com", "a".repeat(65));
+        let l46 = "c".repeat(46);
+        let l47 = "c".repeat(47);
+        // 64 + 1 + 188 = 253 characters.
+        let longest = format!("{}@{l62}.{l62}.{l62}", "a".repeat(64));
+        assert_eq!(longest.len(), 253);
+        let four_labels = format!("{}@{l46}.{l46}.{l46}.{l46}", "a".repeat(64));
         check(
             Format::Email,
             &[
                 "john.doe@example.com",
                 "a+b@mail.co",
-                "x@y",
+                "x_y-z@a.b.c.de",
                 &long_atom,
                 &long_dotted,
+                &longest,
+                &four_labels,
             ],
             &[
                 "@example.com",
                 "john@",
                 "a b@c.d",
                 "john..doe@x.com",
+                ".john@x.com",
+                "john.@x.com",
                 &too_long_atom,
+                // Undotted domains: ajv-formats and FILTER_VALIDATE_EMAIL reject them.
+                "x@y",
+                "john@localhost",
+                "a@b.1c",
+                "a@ab--cd.com",
+                "a@b.c.d.e.f",
+                &format!("a@{l63}.com"),
+                &format!("a@{l46}.{l46}.{l46}.{l47}"),
+                &format!("a@{l62}.{l62}.{l62}.com"),
                 // Local parts over 64 characters, as SmolLM2 once wrote them.
                 "Hi.Ivehadachemate.Iveveentourage.IrelandIrelandIrelandIrelandIrel@a.britania.com",
                 "ThisExampleEmailSyntaxExample1.py.py.py123255768661681551987413405545@gmail.com",
@@ -518,6 +858,8 @@ mod tests {
                 "http://a.b:8080/x/y?q=1&r=2#frag",
                 "ftp://192.168.0.1/file.txt",
                 "urn-x://h",
+                "http://a.com/%C3%A9?x=%20#/a?b",
+                "http://a.com//x/:@!$&'()*+,;=",
             ],
             &[
                 "example.com",
@@ -525,7 +867,437 @@ mod tests {
                 "http://",
                 "https://exa mple.com",
                 "1http://x.com",
+                "http://a.com/%zz",
+                "http://a.com/#a#b",
+                "http://a.com/\u{e9}",
+                "http://a.com/[x]",
+                "http://ab--c.com",
             ],
         );
+    }
+
+    #[test]
+    fn ports_are_tcp_ports() {
+        let re = regex::Regex::new(&format!("^(?:{})$", Format::Uri.expr().to_regex())).unwrap();
+        for port in 0..=70000u32 {
+            let uri = format!("http://a.bc:{port}/");
+            assert_eq!(re.is_match(&uri), port <= 65535, "{uri}");
+        }
+        for uri in ["http://a.bc:080/", "http://a.bc:00/", "http://a.bc:/"] {
+            assert!(!re.is_match(uri), "{uri}");
+        }
+    }
+
+    #[test]
+    fn uri_references() {
+        check(
+            Format::UriReference,
+            &[
+                "",
+                "https://example.com/a?b#c",
+                "#",
+                "#frag",
+                "#/definitions/a",
+                "?q=1",
+                "/",
+                "/a/b",
+                "/a//b/",
+                "a",
+                "a/b:c",
+                "./a:b",
+                "../x?y#z",
+                "//example.com",
+                "//h.io:80/x",
+                "//10.0.0.1/",
+                "a@b",
+                "%20x",
+                "-._~!$&'()*+,;=@",
+            ],
+            &[
+                ":a", "a:b/c", "1a:b", "a b", "%zz", "#a#b", "a\\b", "a\"b", "http://", "//",
+                "/a?b#c#d", "\u{e9}", "a[1]",
+            ],
+        );
+    }
+
+    #[test]
+    fn iris() {
+        check(
+            Format::Iri,
+            &[
+                "https://example.com",
+                "https://example.com/gr\u{f6}\u{df}e?q=\u{fc}#frag\u{20ac}",
+                "http://a.bc/\u{4e2d}\u{6587}/\u{e9}",
+                "http://a.bc/?\u{e000}\u{f8ff}",
+                "http://a.bc/\u{a0}\u{d7ff}\u{f900}\u{fdcf}\u{fdf0}\u{ffef}",
+            ],
+            &[
+                "/relative",
+                "http://a.bc/#\u{e000}",
+                "http://a.bc/\u{e000}",
+                "http://a.bc/\u{200e}",
+                "http://a.bc/\u{202e}",
+                "http://a.bc/\u{7f}",
+                "http://a.bc/\u{85}",
+                "http://a.bc/\u{9f}",
+                "http://a.bc/\u{fdd0}",
+                "http://a.bc/\u{fffe}",
+                // Valid, but outside the BMP (see UCSCHAR).
+                "http://a.bc/\u{1f600}",
+                "http://a.bc/?\u{f0000}",
+                "http://a.bc/x y",
+                "http://\u{e9}.com/",
+            ],
+        );
+        check(
+            Format::IriReference,
+            &[
+                "",
+                "/gr\u{f6}\u{df}e",
+                "\u{fc}ber/x",
+                "#\u{fc}",
+                "?\u{e000}",
+                "https://a.bc/\u{e9}",
+            ],
+            &[":\u{fc}", "\u{fc}:x", "#\u{e000}", "\u{200f}", "a b"],
+        );
+    }
+
+    #[test]
+    fn ucschar_is_rfc_3987_in_the_bmp_less_bidi_formatting() {
+        let ours = UCSCHAR;
+        for w in ours.windows(2) {
+            assert!((w[0].1 as u32) < w[1].0 as u32, "{ours:x?}");
+        }
+        let bidi =
+            |c: u32| matches!(c, 0x61C | 0x200E | 0x200F | 0x202A..=0x202E | 0x2066..=0x2069);
+        // RFC 3987, section 2.2, in the BMP.
+        let rfc = |c: u32| matches!(c, 0xA0..=0xD7FF | 0xF900..=0xFDCF | 0xFDF0..=0xFFEF);
+        for c in 0..=0x10FFFFu32 {
+            let mine = ours
+                .iter()
+                .any(|&(a, b)| (a as u32..=b as u32).contains(&c));
+            assert_eq!(mine, rfc(c) && !bidi(c), "U+{c:04X}");
+        }
+    }
+
+    #[test]
+    fn json_pointers() {
+        check(
+            Format::JsonPointer,
+            &[
+                "",
+                "/",
+                "//",
+                "/a",
+                "/a~0b/~1",
+                "/foo/0",
+                "/ /%/^/|/'",
+                "/\u{e9}\u{1f600}",
+            ],
+            &[
+                "a", "#/a", "/~2", "/~", "/a~", "/~a", "/a\"b", "/a\\b", "/a\u{7f}", "/a\u{85}",
+                "/a\nb",
+            ],
+        );
+        check(
+            Format::RelativeJsonPointer,
+            &[
+                "0",
+                "0#",
+                "0/",
+                "1/a",
+                "10/~0",
+                "123#",
+                "0/a/~1/b",
+                "999999999",
+                "120/0",
+            ],
+            &[
+                // Valid, but Python's jsonschema rejects them.
+                "100", "105#", // Invalid.
+                "", "01", "01/a", "00#", "#", "/a", "0~1", "-1", "0##", "1#/a", "1/~2", "0+1/a",
+                "1a", " 1",
+            ],
+        );
+    }
+
+    #[test]
+    fn base64() {
+        check(
+            Format::Byte,
+            &[
+                "", "TWFu", "TWE=", "TQ==", "AAAA", "+/+/", "YWJjZA==", "YWJjZGU=", "////", "AA==",
+                "Aw==", "AAA=", "AA8=", "9999", "zz0=",
+            ],
+            &[
+                "TWF", "TWE", "T", "=", "==", "A===", "AAAAA",
+                // Nonzero bits under the padding.
+                "TR==", "TWF=", "AB==", "AAB=", "AAz=", "TQ==TWFu", "TQ=", "TW-u", "TW_u", "TWFu\n",
+                " TWFu",
+            ],
+        );
+    }
+
+    /// A small deterministic generator (SplitMix64).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        /// Uniform in `lo..=hi`.
+        fn between(&mut self, lo: u32, hi: u32) -> u32 {
+            lo + (self.next() % (u64::from(hi - lo) + 1)) as u32
+        }
+    }
+
+    /// A random string of `e`'s language. Repetitions take their least or
+    /// most count a quarter of the time each (unbounded ones at most 6 more
+    /// than the least), so that length limits are reached.
+    fn sample(e: &Expr, rng: &mut Rng, out: &mut String) {
+        match e {
+            Expr::Lit(s) => out.push_str(s),
+            Expr::Class {
+                negated: false,
+                ranges,
+            } => loop {
+                let (a, b) = ranges[rng.between(0, ranges.len() as u32 - 1) as usize];
+                if let Some(c) = char::from_u32(rng.between(a as u32, b as u32)) {
+                    out.push(c);
+                    break;
+                }
+            },
+            Expr::Seq(items) => items.iter().for_each(|x| sample(x, rng, out)),
+            Expr::Alt(items) => {
+                let pick = rng.between(0, items.len() as u32 - 1) as usize;
+                sample(&items[pick], rng, out);
+            }
+            Expr::Repeat { expr, min, max } => {
+                let most = max.unwrap_or(min + 6);
+                let n = match rng.between(0, 3) {
+                    0 => *min,
+                    1 => most,
+                    _ => rng.between(*min, most),
+                };
+                for _ in 0..n {
+                    sample(expr, rng, out);
+                }
+            }
+            other => panic!("not a format grammar: {other:?}"),
+        }
+    }
+
+    fn samples(format: Format, n: usize) -> Vec<String> {
+        let e = format.expr();
+        let mut rng = Rng(0x5EED ^ format as u64);
+        (0..n)
+            .map(|_| {
+                let mut s = String::new();
+                sample(&e, &mut rng, &mut s);
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn samples_match_their_own_grammar() {
+        // A check of the generator itself.
+        for f in all() {
+            let re = regex::Regex::new(&format!("^(?:{})$", f.expr().to_regex())).unwrap();
+            for s in samples(f, 50) {
+                assert!(re.is_match(&s), "{f:?}: {s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_jsonschema_crate_accepts_every_sample() {
+        for f in all() {
+            if f == Format::Byte {
+                // An OpenAPI format that jsonschema ignores: see `base64_samples_decode_strictly`.
+                continue;
+            }
+            let name = &f.rule_name()["fmt-".len()..];
+            let schema = serde_json::json!({"type": "string", "format": name});
+            let validator = jsonschema::options()
+                .should_validate_formats(true)
+                .should_ignore_unknown_formats(false)
+                .build(&schema)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let n = if matches!(f, Format::Date | Format::Time | Format::Uuid) {
+                300
+            } else {
+                600
+            };
+            for s in samples(f, n) {
+                assert!(
+                    validator.is_valid(&serde_json::Value::String(s.clone())),
+                    "jsonschema rejects {name} {s:?}"
+                );
+            }
+            // And rejects some junk, so that the format is really checked.
+            assert!(
+                !validator.is_valid(&serde_json::json!("a b\"c")),
+                "{name} is not checked"
+            );
+        }
+        // The near misses that shaped the grammars, as jsonschema judges them.
+        let rejects = |name: &str, s: &str| {
+            let schema = serde_json::json!({"type": "string", "format": name});
+            let v = jsonschema::options()
+                .should_validate_formats(true)
+                .build(&schema)
+                .unwrap();
+            !v.is_valid(&serde_json::json!(s))
+        };
+        assert!(rejects("hostname", "ab--cd.com"));
+        assert!(rejects("email", "a@ab--cd.com"));
+        assert!(rejects("date-time", "2024-01-01T00:00:00+24:00"));
+        assert!(rejects("json-pointer", "/~2"));
+        assert!(rejects("relative-json-pointer", "01"));
+        assert!(rejects("uri-reference", ":a"));
+        assert!(rejects("iri", "http://a.bc/#\u{e000}"));
+    }
+
+    const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    fn b64_encode(bytes: &[u8]) -> String {
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+            for i in 0..=chunk.len() {
+                out.push(B64[(n >> (18 - 6 * i) & 63) as usize] as char);
+            }
+            for _ in chunk.len()..3 {
+                out.push('=');
+            }
+        }
+        out
+    }
+
+    /// Decodes leniently (ignoring leftover bits), or `None` on a character
+    /// outside the alphabet or misplaced padding.
+    fn b64_decode(s: &str) -> Option<Vec<u8>> {
+        if !s.len().is_multiple_of(4) {
+            return None;
+        }
+        let body = s.trim_end_matches('=');
+        if s.len() - body.len() > 2 {
+            return None;
+        }
+        let mut bits = 0u32;
+        let mut n = 0;
+        let mut out = Vec::new();
+        for c in body.bytes() {
+            bits = bits << 6 | B64.iter().position(|&x| x == c)? as u32;
+            n += 6;
+            if n >= 8 {
+                n -= 8;
+                out.push((bits >> n) as u8);
+            }
+        }
+        Some(out)
+    }
+
+    #[test]
+    fn base64_samples_decode_strictly() {
+        // Strict decoders (Rust's base64, Go's Strict) accept exactly the
+        // canonical encodings: decoding and encoding again gives the input.
+        assert_eq!(b64_encode(b"Man"), "TWFu");
+        assert_eq!(b64_encode(b"Ma"), "TWE=");
+        assert_eq!(b64_encode(b"M"), "TQ==");
+        let re = regex::Regex::new(&format!("^(?:{})$", Format::Byte.expr().to_regex())).unwrap();
+        for s in samples(Format::Byte, 600) {
+            let decoded = b64_decode(&s).unwrap_or_else(|| panic!("{s:?}"));
+            assert_eq!(b64_encode(&decoded), s);
+        }
+        // Conversely, every canonical encoding of up to 2 bytes matches.
+        for len in 0..=2 {
+            for n in 0..1u32 << (8 * len) {
+                let bytes: Vec<u8> = (0..len).map(|i| (n >> (8 * i)) as u8).collect();
+                let s = b64_encode(&bytes);
+                assert!(re.is_match(&s), "{s:?}");
+                let s4 = format!("TWFu{s}");
+                assert!(re.is_match(&s4), "{s4:?}");
+            }
+        }
+    }
+
+    /// What a JSON string must escape (`"`, `\\`, C0 controls) and the C1
+    /// controls with DEL.
+    const UNSAFE: [(u32, u32); 4] = [(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C), (0x7F, 0x9F)];
+
+    fn unsafe_char(c: u32) -> bool {
+        UNSAFE.iter().any(|&(lo, hi)| (lo..=hi).contains(&c))
+    }
+
+    fn assert_plain(e: &Expr, f: Format) {
+        match e {
+            Expr::Lit(s) => assert!(
+                !s.chars().any(|c| unsafe_char(c as u32)),
+                "{f:?}: literal {s:?}"
+            ),
+            Expr::Class { negated, ranges } => {
+                assert!(!negated, "{f:?}: negated class");
+                for &(a, b) in ranges {
+                    assert!(a <= b, "{f:?}: {a:?}-{b:?}");
+                    for (lo, hi) in UNSAFE {
+                        assert!(
+                            (b as u32) < lo || a as u32 > hi,
+                            "{f:?}: {a:?}-{b:?} meets U+{lo:04X}-U+{hi:04X}"
+                        );
+                    }
+                }
+            }
+            Expr::Seq(items) | Expr::Alt(items) => {
+                assert!(
+                    !items.is_empty() || matches!(e, Expr::Seq(_)),
+                    "{f:?}: empty alt"
+                );
+                items.iter().for_each(|x| assert_plain(x, f));
+            }
+            Expr::Repeat { expr, min, max } => {
+                assert!(
+                    max.is_none_or(|m| m >= *min && m <= 64),
+                    "{f:?}: {min}..{max:?}"
+                );
+                assert_plain(expr, f);
+            }
+            Expr::Rule(name) => panic!("{f:?}: rule {name}"),
+        }
+    }
+
+    #[test]
+    fn no_format_needs_json_escapes_or_rules() {
+        for f in all() {
+            assert_plain(&f.expr(), f);
+            for s in samples(f, 100) {
+                assert!(!s.chars().any(|c| unsafe_char(c as u32)), "{f:?}: {s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_format_compiles_and_passes_the_grammar_checker() {
+        for f in all() {
+            let name = &f.rule_name()["fmt-".len()..];
+            let compiled =
+                crate::schema::compile(&serde_json::json!({"type": "string", "format": name}))
+                    .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(
+                compiled.gbnf.as_str().contains(f.rule_name()),
+                "{name}: {}",
+                compiled.gbnf
+            );
+        }
     }
 }
