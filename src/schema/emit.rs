@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::canonical;
 use super::formats::Format;
 use super::ir::{ArrNode, Defs, Node, ObjNode, StrNode};
+use super::lang::{Dfa, Re};
 use super::numeric;
 use super::options::Layout;
 use super::range::NumRange;
@@ -326,6 +327,63 @@ impl Emitter<'_> {
         }
     }
 
+    /// Members of keys other than the declared ones, all under
+    /// `additional`'s schema.
+    fn additional_members(&mut self, o: &ObjNode, hint: &str) -> Result<Option<Expr>, String> {
+        Ok(
+            match self.expr(&o.additional, &format!("{hint}-additional"))? {
+                Some(value) => {
+                    let names: Vec<&str> = o.props.iter().map(|p| p.name.as_str()).collect();
+                    let key = Expr::seq([
+                        Expr::lit("\""),
+                        strings::content_excluding(&names),
+                        Expr::lit("\""),
+                    ]);
+                    let key_name = self.fresh(&format!("{hint}-key"));
+                    self.define(key_name.clone(), key);
+                    Some(Expr::seq([
+                        Expr::rule(key_name),
+                        Expr::lit(self.layout.key_separator.as_str()),
+                        value,
+                    ]))
+                }
+                None => None,
+            },
+        )
+    }
+
+    /// Members of undeclared keys when patterns or `propertyNames` decide
+    /// them: for each key region its keys (without the declared names) and
+    /// its schema, then the remaining keys under `additional`'s.
+    fn key_regions(&mut self, o: &ObjNode, hint: &str) -> Result<Option<Expr>, String> {
+        let declared = Re::one_of(o.props.iter().map(|p| p.name.as_str())).complement();
+        let mut langs: Vec<(Re, &Node)> = o
+            .regions
+            .iter()
+            .map(|(lang, node)| (lang.re.clone(), node))
+            .collect();
+        let mut rest = vec![Re::Alt(langs.iter().map(|(re, _)| re.clone()).collect()).complement()];
+        if let Some(n) = &o.names {
+            rest.push(n.re.clone());
+        }
+        langs.push((Re::And(rest), &*o.additional));
+        let mut members = Vec::new();
+        for (i, (re, node)) in langs.into_iter().enumerate() {
+            let Some(value) = self.expr(node, &format!("{hint}-keys-{i}"))? else {
+                continue;
+            };
+            let dfa = Dfa::new(&Re::And(vec![re, declared.clone()])).map_err(|e| e.to_string())?;
+            if let Some(key) = self.automaton(&dfa, 0, None, &format!("{hint}-key"))? {
+                members.push(Expr::seq([
+                    quoted(key),
+                    Expr::lit(self.layout.key_separator.as_str()),
+                    value,
+                ]));
+            }
+        }
+        Ok((!members.is_empty()).then(|| Expr::alt(members)))
+    }
+
     /// The grammar of a string node, or `None` when no string meets it.
     fn string(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
         let content = if s.needs_automaton() {
@@ -357,13 +415,27 @@ impl Emitter<'_> {
     /// intersection, bounded in length as it is written.
     fn string_automaton(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
         let dfa = s.automaton().map_err(|e| e.to_string())?;
-        let base = format!("{hint}-string");
-        let emitted = dfa
-            .rules(s.min_len, s.max_len, &mut || self.fresh(&base))
-            .map_err(|e| e.to_string())?;
-        let Some(emitted) = emitted else {
+        let content = self.automaton(&dfa, s.min_len, s.max_len, &format!("{hint}-string"))?;
+        if content.is_none() {
             self.empty_range
                 .get_or_insert_with(|| "no string meets all of its string constraints".to_owned());
+        }
+        Ok(content.map(quoted))
+    }
+
+    /// Rules for the strings of an automaton within lengths, and a
+    /// reference to the first; `None` when there is no such string.
+    fn automaton(
+        &mut self,
+        dfa: &Dfa,
+        min: u64,
+        max: Option<u64>,
+        base: &str,
+    ) -> Result<Option<Expr>, String> {
+        let Some(emitted) = dfa
+            .rules(min, max, &mut || self.fresh(base))
+            .map_err(|e| e.to_string())?
+        else {
             return Ok(None);
         };
         let ch = self.shared("char");
@@ -372,7 +444,7 @@ impl Emitter<'_> {
             start.get_or_insert_with(|| name.clone());
             self.define(name, expr.replace(&strings::any_char(), &ch));
         }
-        Ok(start.map(|name| quoted(Expr::rule(name))))
+        Ok(start.map(Expr::rule))
     }
 
     fn array(&mut self, a: &ArrNode, hint: &str) -> Result<Option<Expr>, String> {
@@ -433,23 +505,10 @@ impl Emitter<'_> {
                 None => {}
             }
         }
-        let additional = match self.expr(&o.additional, &format!("{hint}-additional"))? {
-            Some(value) => {
-                let names: Vec<&str> = o.props.iter().map(|p| p.name.as_str()).collect();
-                let key = Expr::seq([
-                    Expr::lit("\""),
-                    strings::content_excluding(&names),
-                    Expr::lit("\""),
-                ]);
-                let key_name = self.fresh(&format!("{hint}-key"));
-                self.define(key_name.clone(), key);
-                Some(Expr::seq([
-                    Expr::rule(key_name),
-                    Expr::lit(self.layout.key_separator.as_str()),
-                    value,
-                ]))
-            }
-            None => None,
+        let additional = if o.has_key_languages() {
+            self.key_regions(o, hint)?
+        } else {
+            self.additional_members(o, hint)?
         };
         let name = self.fresh(hint);
         let machine = ObjectMachine {

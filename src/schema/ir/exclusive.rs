@@ -63,7 +63,7 @@ fn objects_exclude(a: &ObjNode, b: &ObjNode, defs: &Defs, depth: usize) -> bool 
             let in_a = a.props.iter().find(|q| q.name == p.name);
             match in_a {
                 Some(q) => q.node == Node::Never,
-                None => *a.additional == Node::Never,
+                None => *a.schema_of(&p.name) == Node::Never,
             }
         });
     emitted_value_rejected || required_never_emitted

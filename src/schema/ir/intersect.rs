@@ -1,8 +1,11 @@
 //! Intersection of two nodes (`allOf`, and sibling keywords of one schema):
 //! one node matching exactly the values both match, or why none can be written.
 
+use crate::schema::lang::Re;
+
 use super::{
-    accepts, any_of, ArrNode, Defs, Node, ObjNode, Prop, RefId, StrNode, MAX_REASONING_DEPTH,
+    accepts, any_of, ArrNode, Defs, KeyLang, Node, ObjNode, Prop, RefId, Region, StrNode,
+    MAX_REASONING_DEPTH,
 };
 
 /// The schema matching exactly the values both `a` and `b` match, or the
@@ -175,13 +178,72 @@ fn intersect_obj(x: &ObjNode, y: &ObjNode, defs: &Defs, depth: usize) -> Result<
             implicit,
         });
     }
+    let (regions, names) = if x.has_key_languages() || y.has_key_languages() {
+        merge_key_languages(x, y, defs, depth)?
+    } else {
+        (Vec::new(), None)
+    };
     Ok(Node::Obj(ObjNode {
         props,
         additional: Box::new(intersect_at(&x.additional, &y.additional, defs, depth)?),
         min_props: x.min_props.max(y.min_props),
         max_props: min_opt(x.max_props, y.max_props),
         open_by_default: x.open_by_default && y.open_by_default,
+        regions,
+        names,
     }))
+}
+
+/// The key regions of two objects combined: every non-empty meet of a
+/// region (or the rest) of one with a region (or the rest) of the other,
+/// with both schemas; the meet of the two rests stays `additional`'s.
+fn merge_key_languages(
+    x: &ObjNode,
+    y: &ObjNode,
+    defs: &Defs,
+    depth: usize,
+) -> Result<(Vec<Region>, Option<KeyLang>), String> {
+    let names = match (&x.names, &y.names) {
+        (Some(a), Some(b)) => Some(
+            KeyLang::new(Re::And(vec![a.re.clone(), b.re.clone()])).map_err(|e| e.to_string())?,
+        ),
+        (Some(a), None) | (None, Some(a)) => Some(a.clone()),
+        (None, None) => None,
+    };
+    // Each side's regions, then its rest (`None`) with what JSON Schema
+    // applies there.
+    let sides = |o: &ObjNode| -> Vec<(Re, Node)> {
+        let rest = Re::Alt(o.regions.iter().map(|(l, _)| l.re.clone()).collect()).complement();
+        let rest_node = if o.open_by_default {
+            Node::Any
+        } else {
+            (*o.additional).clone()
+        };
+        o.regions
+            .iter()
+            .map(|(l, n)| (l.re.clone(), n.clone()))
+            .chain([(rest, rest_node)])
+            .collect()
+    };
+    let (xs, ys) = (sides(x), sides(y));
+    let mut regions = Vec::new();
+    for (i, (lx, nx)) in xs.iter().enumerate() {
+        for (j, (ly, ny)) in ys.iter().enumerate() {
+            if i + 1 == xs.len() && j + 1 == ys.len() {
+                continue;
+            }
+            let mut parts = vec![lx.clone(), ly.clone()];
+            if let Some(n) = &names {
+                parts.push(n.re.clone());
+            }
+            let lang = KeyLang::new(Re::And(parts)).map_err(|e| e.to_string())?;
+            if lang.dfa.is_empty() {
+                continue;
+            }
+            regions.push((lang, intersect_at(nx, ny, defs, depth)?));
+        }
+    }
+    Ok((regions, names))
 }
 
 fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {

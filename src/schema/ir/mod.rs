@@ -98,9 +98,40 @@ pub struct ObjNode {
     /// (`additional` is `Never`), but JSON Schema itself allows any. That
     /// difference matters when reasoning about what a schema *accepts*.
     pub open_by_default: bool,
+    /// Undeclared keys in these disjoint languages take these schemas
+    /// instead of `additional` (from `patternProperties`: one region per
+    /// combination of patterns a key can match, with their schemas merged).
+    pub regions: Vec<Region>,
+    /// Every key is in this language (`propertyNames`); `None`: any key.
+    pub names: Option<KeyLang>,
+}
+
+/// Undeclared keys of a language, and the schema of their values.
+pub type Region = (KeyLang, Node);
+
+/// A language of keys, with its automaton.
+#[derive(Debug, Clone)]
+pub struct KeyLang {
+    pub re: Re,
+    pub dfa: std::sync::Arc<Dfa>,
+}
+
+impl KeyLang {
+    /// The language of `re`; an error when its automaton is too large.
+    pub fn new(re: Re) -> Result<KeyLang, LangError> {
+        let dfa = std::sync::Arc::new(Dfa::new(&re)?);
+        Ok(KeyLang { re, dfa })
+    }
+}
+
+impl PartialEq for KeyLang {
+    fn eq(&self, other: &Self) -> bool {
+        self.re == other.re
+    }
 }
 
 static ANY: Node = Node::Any;
+static NEVER: Node = Node::Never;
 
 impl ArrNode {
     /// Any array.
@@ -123,21 +154,44 @@ impl ObjNode {
             min_props: 0,
             max_props: None,
             open_by_default: false,
+            regions: Vec::new(),
+            names: None,
         }
     }
 
     /// The schema the grammar uses for a value under `key`.
     pub fn schema_of(&self, key: &str) -> &Node {
-        self.props
+        if let Some(p) = self.props.iter().find(|p| p.name == key) {
+            return &p.node;
+        }
+        self.undeclared(key).unwrap_or(&self.additional)
+    }
+
+    /// The schema of an undeclared key when a region or `propertyNames`
+    /// decides it; `None` when `additional` (or JSON Schema's default) does.
+    fn undeclared(&self, key: &str) -> Option<&Node> {
+        if self.names.as_ref().is_some_and(|n| !n.dfa.matches(key)) {
+            return Some(&NEVER);
+        }
+        self.regions
             .iter()
-            .find(|p| p.name == key)
-            .map_or(&*self.additional, |p| &p.node)
+            .find(|(lang, _)| lang.dfa.matches(key))
+            .map(|(_, node)| node)
+    }
+
+    /// Whether the keys of this object are constrained beyond declared
+    /// properties and `additional` (`patternProperties`, `propertyNames`).
+    pub fn has_key_languages(&self) -> bool {
+        !self.regions.is_empty() || self.names.is_some()
     }
 
     /// The schema JSON Schema applies to a value under `key`.
     pub fn real_schema_of(&self, key: &str) -> &Node {
-        match self.props.iter().find(|p| p.name == key) {
-            Some(p) => &p.node,
+        if let Some(p) = self.props.iter().find(|p| p.name == key) {
+            return &p.node;
+        }
+        match self.undeclared(key) {
+            Some(node) => node,
             None if self.open_by_default => &ANY,
             None => &self.additional,
         }
@@ -242,6 +296,37 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
+}
+
+/// The strings a schema accepts, as a language (`propertyNames`), or why
+/// they cannot be written as one.
+pub fn key_re(node: &Node, defs: &Defs) -> Result<Re, String> {
+    key_re_at(node, defs, 0)
+}
+
+fn key_re_at(node: &Node, defs: &Defs, depth: usize) -> Result<Re, String> {
+    Ok(match node {
+        Node::Any => Re::any_string(),
+        Node::Never
+        | Node::Null
+        | Node::Bool
+        | Node::Int(_)
+        | Node::Num(_)
+        | Node::Arr(_)
+        | Node::Obj(_) => Re::nothing(),
+        Node::Str(s) => s.re()?,
+        Node::Enum(values) => Re::one_of(values.iter().filter_map(Value::as_str)),
+        Node::AnyOf(branches) | Node::OneOf(branches) => Re::Alt(
+            branches
+                .iter()
+                .map(|b| key_re_at(b, defs, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Node::Ref(id) => match defs.get(*id) {
+            Some(target) if depth < MAX_REASONING_DEPTH => key_re_at(target, defs, depth + 1)?,
+            _ => return Err("refers to itself".to_owned()),
+        },
+    })
 }
 
 /// `AnyOf` of the branches, simplified.
@@ -361,9 +446,7 @@ mod testing {
                 })
                 .collect(),
             additional: Box::new(additional),
-            min_props: 0,
-            max_props: None,
-            open_by_default: false,
+            ..ObjNode::any()
         })
     }
 }

@@ -3,10 +3,12 @@
 
 use serde_json::{Map, Value};
 
-use super::{counts, err, escape_pointer, wrong, Ctx, MAX_NAME_CHARS};
+use super::{counts, err, escape_pointer, invalid, wrong, Ctx, MAX_NAME_CHARS};
 use crate::schema::error::{ErrorKind, SchemaError};
-use crate::schema::ir::{Node, ObjNode, Prop};
+use crate::schema::ir::{self, KeyLang, Node, ObjNode, Prop};
+use crate::schema::lang::Re;
 use crate::schema::options::ObjectDefaults;
+use crate::schema::regex;
 
 impl<'a> Ctx<'a> {
     pub(super) fn object(
@@ -102,6 +104,32 @@ impl<'a> Ctx<'a> {
                 });
             }
         }
+        let patterns = self.pattern_properties(map, ptr, depth)?;
+        let names = self.property_names(map, ptr, depth)?;
+        // A declared or required key takes the schemas of the patterns it
+        // matches too; one that propertyNames refuses is forbidden.
+        for p in &mut props {
+            if names.as_ref().is_some_and(|n| !n.dfa.matches(&p.name)) {
+                p.node = Node::Never;
+                continue;
+            }
+            let declared = map
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|d| d.contains_key(&p.name));
+            let mut matched = false;
+            for (_, lang, node) in &patterns {
+                if lang.dfa.matches(&p.name) {
+                    p.node = if declared || matched {
+                        self.merge(&p.node, node, ptr, "patternProperties")?
+                    } else {
+                        node.clone()
+                    };
+                    matched = true;
+                }
+            }
+        }
+        let regions = self.regions(&patterns, names.as_ref(), ptr)?;
         // A property no value can satisfy is forbidden; the object is
         // unsatisfiable only if `required` asks for it explicitly.
         for p in &mut props {
@@ -118,6 +146,120 @@ impl<'a> Ctx<'a> {
             min_props,
             max_props,
             open_by_default: closed_by_default && !map.contains_key("additionalProperties"),
+            regions,
+            names,
         }))
     }
+
+    /// Each `patternProperties` entry: the pattern, its language, its schema.
+    fn pattern_properties(
+        &mut self,
+        map: &'a Map<String, Value>,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<(String, KeyLang, Node)>, SchemaError> {
+        let Some(v) = map.get("patternProperties") else {
+            return Ok(Vec::new());
+        };
+        let Value::Object(entries) = v else {
+            return Err(wrong(ptr, "patternProperties", "an object of schemas"));
+        };
+        let mut out = Vec::with_capacity(entries.len());
+        for (pattern, s) in entries {
+            let at = format!("{ptr}/patternProperties/{}", escape_pointer(pattern));
+            let re = regex::pattern_to_re(pattern).map_err(|e| {
+                err(
+                    &at,
+                    ErrorKind::Pattern {
+                        pattern: pattern.clone(),
+                        reason: e.to_string(),
+                    },
+                )
+            })?;
+            let lang =
+                KeyLang::new(re).map_err(|e| invalid(&at, "patternProperties", e.to_string()))?;
+            let node = self.schema(s, &at, depth + 1)?;
+            out.push((pattern.clone(), lang, node));
+        }
+        Ok(out)
+    }
+
+    /// The language of `propertyNames`.
+    fn property_names(
+        &mut self,
+        map: &'a Map<String, Value>,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Option<KeyLang>, SchemaError> {
+        let Some(v) = map.get("propertyNames") else {
+            return Ok(None);
+        };
+        let at = format!("{ptr}/propertyNames");
+        let node = self.schema(v, &at, depth + 1)?;
+        let re = ir::key_re(&node, &self.defs)
+            .map_err(|reason| invalid(&at, "propertyNames", reason))?;
+        KeyLang::new(re)
+            .map(Some)
+            .map_err(|e| invalid(&at, "propertyNames", e.to_string()))
+    }
+
+    /// The languages of undeclared keys by the patterns they match, each
+    /// with the merged schemas of those patterns. Keys that match none
+    /// are left to `additionalProperties`.
+    fn regions(
+        &self,
+        patterns: &[(String, KeyLang, Node)],
+        names: Option<&KeyLang>,
+        ptr: &str,
+    ) -> Result<Vec<ir::Region>, SchemaError> {
+        if patterns.is_empty() {
+            return Ok(Vec::new());
+        }
+        let base = names.map_or_else(Re::any_string, |n| n.re.clone());
+        // (the languages met, the merged schema if a pattern matched)
+        let mut regions: Vec<(Vec<Re>, Option<Node>)> = vec![(vec![base], None)];
+        for (_, lang, node) in patterns {
+            let mut next = Vec::with_capacity(regions.len() * 2);
+            for (parts, merged) in regions {
+                let mut inside = parts.clone();
+                inside.push(lang.re.clone());
+                let mut outside = parts;
+                outside.push(lang.re.clone().complement());
+                let inside_node = match &merged {
+                    Some(m) => self.merge(m, node, ptr, "patternProperties")?,
+                    None => node.clone(),
+                };
+                for (parts, merged) in [(inside, Some(inside_node)), (outside, merged)] {
+                    let lang = KeyLang::new(Re::And(parts.clone()))
+                        .map_err(|e| invalid(ptr, "patternProperties", e.to_string()))?;
+                    if !lang.dfa.is_empty() {
+                        next.push((parts, merged));
+                    }
+                }
+            }
+            if next.len() > MAX_REGIONS {
+                return Err(err(
+                    ptr,
+                    ErrorKind::TooLarge {
+                        keyword: "patternProperties".to_owned(),
+                        value: format!("{} overlapping patterns", patterns.len()),
+                        limit: MAX_REGIONS as u64,
+                    },
+                ));
+            }
+            regions = next;
+        }
+        let mut out = Vec::new();
+        for (parts, merged) in regions {
+            if let Some(node) = merged {
+                let lang = KeyLang::new(Re::And(parts))
+                    .map_err(|e| invalid(ptr, "patternProperties", e.to_string()))?;
+                out.push((lang, node));
+            }
+        }
+        Ok(out)
+    }
 }
+
+/// The most key languages the patterns of one object may split into.
+const MAX_REGIONS: usize = 32;
