@@ -152,6 +152,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     let started = Instant::now();
     let tracing = std::env::var_os("MASKBENCH_TRACE").is_some();
+    // MASKBENCH_SLOW=ms lists the schemas whose conversion took longer.
+    let slow_ms: Option<f64> = std::env::var("MASKBENCH_SLOW")
+        .ok()
+        .and_then(|v| v.parse().ok());
     for (line_no, line) in BufReader::new(std::fs::File::open(&data)?)
         .lines()
         .take(limit)
@@ -186,6 +190,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let begin = Instant::now();
         let compiled = catch_unwind(AssertUnwindSafe(|| schema::compile(schema_value)));
         let conversion_time = begin.elapsed();
+        if let Some(slow) = slow_ms {
+            if conversion_time.as_secs_f64() * 1000.0 > slow {
+                eprintln!(
+                    "maskbench: slow conversion, {:.1} ms: {}",
+                    conversion_time.as_secs_f64() * 1000.0,
+                    entry.get("name").and_then(Value::as_str).unwrap_or("?")
+                );
+            }
+        }
         if let Some(b) = &mut t.baseline {
             judge_baseline(b, schema_value, &tests, &trace)?;
         }

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::canonical;
 use super::formats::Format;
 use super::ir::{ArrNode, Defs, Node, ObjNode, StrNode};
-use super::lang::{Dfa, Re};
+use super::lang::{self, Dfa, Re};
 use super::numeric;
 use super::options::Layout;
 use super::range::NumRange;
@@ -44,6 +44,8 @@ pub fn emit(
         used_names: HashMap::new(),
         def_rules: vec![None; defs.nodes.len()],
         pending: Vec::new(),
+        hoisted: HashMap::new(),
+        strings: HashMap::new(),
         empty_range: None,
     };
     let root_expr = match e.expr(root, "root")? {
@@ -109,6 +111,10 @@ struct Emitter<'a> {
     used_names: HashMap<String, usize>,
     def_rules: Vec<Option<String>>,
     pending: Vec<usize>,
+    /// The grammar of each string node written from an automaton.
+    strings: HashMap<StrNode, Option<Expr>>,
+    /// The rule already holding each hoisted repetition body.
+    hoisted: HashMap<Expr, String>,
     /// Why the first numeric range that matched nothing did: a union drops
     /// such a branch, and a schema left with nothing reports it.
     empty_range: Option<String>,
@@ -155,8 +161,11 @@ impl Emitter<'_> {
                 let atom = matches!(body, Expr::Lit(_) | Expr::Class { .. } | Expr::Rule(_));
                 let body = if atom || max == Some(1) {
                     body
+                } else if let Some(name) = self.hoisted.get(&body) {
+                    Expr::rule(name.clone())
                 } else {
                     let name = self.fresh(&format!("{owner}-rep"));
+                    self.hoisted.insert(body.clone(), name.clone());
                     out.push((name.clone(), body));
                     Expr::rule(name)
                 };
@@ -372,7 +381,8 @@ impl Emitter<'_> {
             let Some(value) = self.expr(node, &format!("{hint}-keys-{i}"))? else {
                 continue;
             };
-            let dfa = Dfa::new(&Re::And(vec![re, declared.clone()])).map_err(|e| e.to_string())?;
+            let dfa =
+                lang::automaton(&Re::And(vec![re, declared.clone()])).map_err(|e| e.to_string())?;
             if let Some(key) = self.automaton(&dfa, 0, None, &format!("{hint}-key"))? {
                 members.push(Expr::seq([
                     quoted(key),
@@ -414,6 +424,15 @@ impl Emitter<'_> {
     /// A string node of several constraints, from the automaton of their
     /// intersection, bounded in length as it is written.
     fn string_automaton(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
+        if let Some(done) = self.strings.get(s) {
+            return Ok(done.clone());
+        }
+        let written = self.string_automaton_once(s, hint)?;
+        self.strings.insert(s.clone(), written.clone());
+        Ok(written)
+    }
+
+    fn string_automaton_once(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
         let dfa = s.automaton().map_err(|e| e.to_string())?;
         let content = self.automaton(&dfa, s.min_len, s.max_len, &format!("{hint}-string"))?;
         if content.is_none() {

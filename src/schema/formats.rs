@@ -11,7 +11,7 @@
 use crate::grammar::expr::Expr;
 
 /// The formats the converter enforces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
     Date,
     Time,

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use crate::grammar::expr::Expr;
 
 /// A set of characters as sorted, non-overlapping, non-adjacent inclusive ranges.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct CharSet {
     ranges: Vec<(char, char)>,
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::decimal::Decimal;
 use super::formats::Format;
 use super::kinds::Kinds;
-use super::lang::{Dfa, LangError, Re};
+use super::lang::{self, Dfa, LangError, Re};
 use super::range::NumRange;
 use super::regex;
 
@@ -52,7 +52,7 @@ pub enum Node {
 
 /// String constraints, all of which a value must meet; lengths count
 /// characters (code points).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct StrNode {
     pub min_len: u64,
     pub max_len: Option<u64>,
@@ -119,7 +119,7 @@ pub struct KeyLang {
 impl KeyLang {
     /// The language of `re`; an error when its automaton is too large.
     pub fn new(re: Re) -> Result<KeyLang, LangError> {
-        let dfa = std::sync::Arc::new(Dfa::new(&re)?);
+        let dfa = lang::automaton(&re)?;
         Ok(KeyLang { re, dfa })
     }
 }

@@ -1,11 +1,11 @@
 //! Deterministic automata: built from a description by derivatives, cut to
 //! the states from which a string can still be accepted, and minimised.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use super::alphabet::{Alphabet, Bits};
 use super::terms::{Terms, NOTHING};
-use super::{LangError, Re, MAX_STATES};
+use super::{FxMap, LangError, Re, MAX_STATES};
 use crate::schema::strings::CharSet;
 
 /// One state: whether it accepts, and its transitions (disjoint class sets,
@@ -32,7 +32,7 @@ impl Dfa {
         let alphabet = Alphabet::of(&sets);
         let mut terms = Terms::new(alphabet.len());
         let root = terms.of(re, &alphabet);
-        let mut ids: HashMap<u32, usize> = HashMap::new();
+        let mut ids: FxMap<u32, usize> = FxMap::default();
         let mut order = vec![root];
         ids.insert(root, 0);
         let mut states = Vec::new();
@@ -235,55 +235,70 @@ impl Dfa {
         }
     }
 
-    /// The minimal automaton (Moore's partition refinement).
+    /// The minimal automaton (Hopcroft's partition refinement, with a dead
+    /// state completing the transition function).
     fn minimised(self) -> Dfa {
         let n = self.states.len();
         if n <= 1 {
             return self;
         }
         let k = self.alphabet.len();
-        const DEAD: usize = usize::MAX;
-        // The target of each state on each class.
-        let mut table = vec![DEAD; n * k];
+        let dead = n;
+        let total = n + 1;
+        // Predecessors of each state on each class.
+        let mut target = vec![dead; n * k];
         for (s, st) in self.states.iter().enumerate() {
             for (bits, t) in &st.next {
                 for c in bits.iter() {
                     if c < k {
-                        table[s * k + c] = *t;
+                        target[s * k + c] = *t;
                     }
                 }
             }
         }
-        let mut block: Vec<usize> = self
-            .states
-            .iter()
-            .map(|s| usize::from(s.accepting))
-            .collect();
-        let mut count = if block.iter().all(|b| *b == block[0]) {
-            1
-        } else {
-            2
-        };
-        loop {
-            let mut ids: HashMap<Vec<usize>, usize> = HashMap::with_capacity(n);
-            let mut next_block = vec![0; n];
-            for s in 0..n {
-                let mut signature = Vec::with_capacity(k + 1);
-                signature.push(block[s]);
-                for c in 0..k {
-                    let t = table[s * k + c];
-                    signature.push(if t == DEAD { DEAD } else { block[t] });
-                }
-                let fresh = ids.len();
-                next_block[s] = *ids.entry(signature).or_insert(fresh);
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); total * k];
+        for s in 0..total {
+            for c in 0..k {
+                let t = if s == dead { dead } else { target[s * k + c] };
+                preds[t * k + c].push(s);
             }
-            let new_count = ids.len();
-            block = next_block;
-            if new_count == count {
-                break;
-            }
-            count = new_count;
         }
+        let mut partition = Partition::new(total, |s| s < n && self.states[s].accepting);
+        let mut pending: Vec<(usize, usize)> = Vec::new();
+        let mut queued: Vec<Vec<bool>> = Vec::new();
+        for b in 0..partition.blocks() {
+            queued.push(vec![true; k]);
+            for c in 0..k {
+                pending.push((b, c));
+            }
+        }
+        let mut marked: Vec<usize> = Vec::new();
+        while let Some((splitter, c)) = pending.pop() {
+            queued[splitter][c] = false;
+            marked.clear();
+            for &t in partition.members(splitter) {
+                marked.extend_from_slice(&preds[t * k + c]);
+            }
+            for (old, new) in partition.split(&marked) {
+                queued.push(vec![false; k]);
+                for d in 0..k {
+                    if queued[old][d] {
+                        queued[new][d] = true;
+                        pending.push((new, d));
+                    } else {
+                        let smaller = if partition.size(new) < partition.size(old) {
+                            new
+                        } else {
+                            old
+                        };
+                        queued[smaller][d] = true;
+                        pending.push((smaller, d));
+                    }
+                }
+            }
+        }
+        let block: Vec<usize> = (0..n).map(|s| partition.block_of(s)).collect();
+        let count = partition.blocks();
         // Renumber blocks so that the start's block is 0, in first-seen order.
         let mut number = vec![usize::MAX; count];
         let mut reps = Vec::with_capacity(count);
@@ -321,5 +336,110 @@ impl Dfa {
             alphabet: self.alphabet,
             states,
         }
+    }
+}
+
+/// A partition of `0..n` that blocks can be split in, in time proportional
+/// to the elements marked (Valmari and Lehtinen's refinable partition).
+struct Partition {
+    elements: Vec<usize>,
+    location: Vec<usize>,
+    block: Vec<usize>,
+    start: Vec<usize>,
+    end: Vec<usize>,
+    /// Elements marked in each block, at the block's start.
+    marks: Vec<usize>,
+}
+
+impl Partition {
+    /// Two blocks (or one): the elements where `first` holds, the others.
+    fn new(n: usize, first: impl Fn(usize) -> bool) -> Partition {
+        let mut elements: Vec<usize> = (0..n).filter(|&e| first(e)).collect();
+        let cut = elements.len();
+        elements.extend((0..n).filter(|&e| !first(e)));
+        let mut p = Partition {
+            location: vec![0; n],
+            block: vec![0; n],
+            start: Vec::new(),
+            end: Vec::new(),
+            marks: Vec::new(),
+            elements,
+        };
+        for (i, &e) in p.elements.iter().enumerate() {
+            p.location[e] = i;
+        }
+        for (a, b) in [(0, cut), (cut, n)] {
+            if a < b {
+                let id = p.start.len();
+                p.start.push(a);
+                p.end.push(b);
+                p.marks.push(0);
+                for i in a..b {
+                    p.block[p.elements[i]] = id;
+                }
+            }
+        }
+        p
+    }
+
+    fn blocks(&self) -> usize {
+        self.start.len()
+    }
+
+    fn size(&self, b: usize) -> usize {
+        self.end[b] - self.start[b]
+    }
+
+    fn block_of(&self, e: usize) -> usize {
+        self.block[e]
+    }
+
+    fn members(&self, b: usize) -> &[usize] {
+        &self.elements[self.start[b]..self.end[b]]
+    }
+
+    /// Split every block into its marked and unmarked elements; returns
+    /// (old block, new block) for each block split. The marked part keeps
+    /// the old id unless it is the whole block (then nothing happens).
+    fn split(&mut self, marked: &[usize]) -> Vec<(usize, usize)> {
+        let mut touched = Vec::new();
+        for &e in marked {
+            let b = self.block[e];
+            let i = self.location[e];
+            let first_unmarked = self.start[b] + self.marks[b];
+            if i < first_unmarked {
+                continue; // already marked
+            }
+            // Swap e into the marked prefix of its block.
+            let other = self.elements[first_unmarked];
+            self.elements.swap(i, first_unmarked);
+            self.location[other] = i;
+            self.location[e] = first_unmarked;
+            if self.marks[b] == 0 {
+                touched.push(b);
+            }
+            self.marks[b] += 1;
+        }
+        let mut out = Vec::new();
+        for b in touched {
+            let m = self.marks[b];
+            self.marks[b] = 0;
+            if m == self.size(b) {
+                continue;
+            }
+            // The marked prefix becomes a new block.
+            let id = self.start.len();
+            let (a, cut) = (self.start[b], self.start[b] + m);
+            self.start.push(a);
+            self.end.push(cut);
+            self.marks.push(0);
+            self.start[b] = cut;
+            for i in a..cut {
+                let e = self.elements[i];
+                self.block[e] = id;
+            }
+            out.push((b, id));
+        }
+        out
     }
 }

@@ -29,6 +29,10 @@ mod terms;
 #[cfg(test)]
 mod tests;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use crate::grammar::expr::Expr;
 use crate::schema::strings::CharSet;
 
@@ -48,7 +52,7 @@ pub enum LangError {
 }
 
 /// A regular language of strings, described by its construction.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Re {
     /// One character of the set.
     Set(CharSet),
@@ -62,6 +66,29 @@ pub enum Re {
     Not(Box<Re>),
     /// The operand `min..=max` times (`None`: unbounded).
     Repeat(Box<Re>, u32, Option<u32>),
+}
+
+/// The automaton of a description, from a small per-thread cache: a schema
+/// asks for the same language when it is parsed, merged and written, and
+/// formats recur across schemas.
+pub fn automaton(re: &Re) -> Result<Arc<Dfa>, LangError> {
+    /// Languages kept; the cache is emptied when it holds more.
+    const KEPT: usize = 64;
+    thread_local! {
+        static CACHE: RefCell<HashMap<Re, Arc<Dfa>>> = RefCell::new(HashMap::new());
+    }
+    if let Some(hit) = CACHE.with(|c| c.borrow().get(re).cloned()) {
+        return Ok(hit);
+    }
+    let dfa = Arc::new(Dfa::new(re)?);
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= KEPT {
+            c.clear();
+        }
+        c.insert(re.clone(), Arc::clone(&dfa));
+    });
+    Ok(dfa)
 }
 
 impl Re {
@@ -148,3 +175,38 @@ impl Re {
         }
     }
 }
+
+/// FxHash (as in rustc): the term tables hash small integer keys millions of
+/// times per schema, where SipHash's resistance to collisions buys nothing.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A hash map keyed with [`FxHasher`].
+pub(crate) type FxMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;

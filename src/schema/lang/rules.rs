@@ -19,6 +19,10 @@ use crate::schema::strings::{char_in, CharSet};
 /// Chains of states referenced once are written inline up to this depth.
 const INLINE_DEPTH: usize = 16;
 
+/// A set that ends this many counted tails (`[a-z]{0,n}` for many `n`)
+/// gets one chain of rules they all share, instead of a repetition each.
+const CHAIN_FROM: usize = 3;
+
 /// Grammar rules for a language; the first is its start.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Emitted {
@@ -87,23 +91,36 @@ impl Dfa {
                 }
             }
         }
-        let mut names: Vec<Option<String>> = vec![None; nodes.len()];
-        let mut pending = vec![0usize];
-        names[0] = Some(fresh());
+        // Sets that end many counted tails share one chain of rules.
+        let mut sinks: HashMap<CharSet, usize> = HashMap::new();
+        for node in &nodes {
+            if let Some((set, _, Some(_))) = &node.sink {
+                *sinks.entry(set.clone()).or_default() += 1;
+            }
+        }
+        let mut writer = Writer {
+            nodes: &nodes,
+            indegree: &indegree,
+            names: vec![None; nodes.len()],
+            pending: vec![0],
+            fresh,
+            chars: HashMap::new(),
+            chained: sinks
+                .into_iter()
+                .filter(|(_, n)| *n >= CHAIN_FROM)
+                .map(|(s, _)| (s, Vec::new()))
+                .collect(),
+            extra: Vec::new(),
+        };
+        writer.names[0] = Some((writer.fresh)());
         let mut rules = Vec::new();
-        while let Some(i) = pending.pop() {
-            let mut writer = Writer {
-                nodes: &nodes,
-                indegree: &indegree,
-                names: &mut names,
-                pending: &mut pending,
-                fresh,
-            };
+        while let Some(i) = writer.pending.pop() {
             let expr = writer.expr(i, 0);
-            if let Some(name) = names[i].clone() {
+            if let Some(name) = writer.names[i].clone() {
                 rules.push((name, expr));
             }
         }
+        rules.append(&mut writer.extra);
         Ok(Some(Emitted { rules }))
     }
 
@@ -231,20 +248,85 @@ fn live(nodes: Vec<Node>) -> Option<Vec<Node>> {
 struct Writer<'a> {
     nodes: &'a [Node],
     indegree: &'a [usize],
-    names: &'a mut Vec<Option<String>>,
-    pending: &'a mut Vec<usize>,
+    names: Vec<Option<String>>,
+    pending: Vec<usize>,
     fresh: &'a mut dyn FnMut() -> String,
+    /// The expression of each character set written so far.
+    chars: HashMap<CharSet, Option<Expr>>,
+    /// For the sets of many counted tails, the rules `up to j of them`,
+    /// by `j`.
+    chained: HashMap<CharSet, Vec<String>>,
+    /// Rules other than the nodes' (the chains).
+    extra: Vec<(String, Expr)>,
 }
 
 impl Writer<'_> {
+    fn chars(&mut self, set: &CharSet) -> Option<Expr> {
+        if let Some(x) = self.chars.get(set) {
+            return x.clone();
+        }
+        // A set written as more than one class gets a rule of its own, so
+        // that the states that use it share its text.
+        let x = char_in(set).map(|c| match c {
+            Expr::Alt(_) => {
+                let name = (self.fresh)();
+                self.extra.push((name.clone(), c));
+                Expr::rule(name)
+            }
+            other => other,
+        });
+        self.chars.insert(set.clone(), x.clone());
+        x
+    }
+
+    /// `set{lo, hi}`.
+    fn counted(&mut self, set: &CharSet, lo: u64, hi: Option<u64>) -> Expr {
+        let Some(c) = self.chars(set) else {
+            return Expr::empty();
+        };
+        match hi {
+            Some(h) if self.chained.contains_key(set) => {
+                let tail = self.up_to(set, &c, h.saturating_sub(lo));
+                Expr::seq([repeat(c, lo, Some(lo)), tail])
+            }
+            _ => repeat(c, lo, hi),
+        }
+    }
+
+    /// A rule for up to `j` characters of `set` (`c` writes one), from a
+    /// chain shared by every tail of that set.
+    fn up_to(&mut self, set: &CharSet, c: &Expr, j: u64) -> Expr {
+        if j == 0 {
+            return Expr::empty();
+        }
+        loop {
+            let have = self.chained.get(set).map_or(0, Vec::len) as u64;
+            if have >= j {
+                break;
+            }
+            let name = (self.fresh)();
+            let below = self
+                .chained
+                .get(set)
+                .and_then(|v| v.last())
+                .map_or_else(Expr::empty, |n| Expr::rule(n.clone()));
+            self.extra
+                .push((name.clone(), Expr::seq([c.clone(), below]).opt()));
+            if let Some(v) = self.chained.get_mut(set) {
+                v.push(name);
+            }
+        }
+        self.chained
+            .get(set)
+            .and_then(|v| v.get(j as usize - 1))
+            .map_or_else(Expr::empty, |n| Expr::rule(n.clone()))
+    }
+
     /// The expression of node `i`'s language.
     fn expr(&mut self, i: usize, depth: usize) -> Expr {
         let node = &self.nodes[i];
         if let Some((set, lo, hi)) = &node.sink {
-            return match char_in(set) {
-                Some(c) => repeat(c, *lo, *hi),
-                None => Expr::empty(),
-            };
+            return self.counted(set, *lo, *hi);
         }
         let mut alts = Vec::new();
         // Edges grouped by target keep one alternative per target.
@@ -256,7 +338,7 @@ impl Writer<'_> {
             }
         }
         for (t, set) in by_target {
-            let Some(c) = char_in(&set) else { continue };
+            let Some(c) = self.chars(&set) else { continue };
             let rest = self.reference(t, depth);
             alts.push(Expr::seq([c, rest]));
         }
@@ -268,7 +350,8 @@ impl Writer<'_> {
         } else {
             Expr::alt(alts)
         };
-        match node.self_loop.as_ref().and_then(char_in) {
+        let self_loop = node.self_loop.clone();
+        match self_loop.and_then(|s| self.chars(&s)) {
             Some(c) => Expr::seq([c.repeat(0, None), body]),
             None => body,
         }

@@ -3,11 +3,10 @@
 //! right-nested concatenations) so that the derivatives of an expression are
 //! finitely many distinct terms.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::alphabet::{Alphabet, Bits};
-use super::Re;
+use super::{FxMap, Re};
 
 pub(super) type Id = u32;
 
@@ -33,9 +32,9 @@ pub(super) struct Terms {
     classes: usize,
     terms: Vec<Term>,
     nullable: Vec<bool>,
-    index: HashMap<Term, Id>,
-    derivatives: HashMap<(Id, usize), Id>,
-    partitions: HashMap<Id, Rc<[Bits]>>,
+    index: FxMap<Term, Id>,
+    derivatives: FxMap<(Id, usize), Id>,
+    partitions: FxMap<Id, Rc<[Bits]>>,
 }
 
 impl Terms {
@@ -44,9 +43,9 @@ impl Terms {
             classes,
             terms: Vec::new(),
             nullable: Vec::new(),
-            index: HashMap::new(),
-            derivatives: HashMap::new(),
-            partitions: HashMap::new(),
+            index: FxMap::default(),
+            derivatives: FxMap::default(),
+            partitions: FxMap::default(),
         };
         t.intern(Term::Nothing);
         t.intern(Term::Eps);

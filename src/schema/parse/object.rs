@@ -225,16 +225,21 @@ impl<'a> Ctx<'a> {
                 inside.push(lang.re.clone());
                 let mut outside = parts;
                 outside.push(lang.re.clone().complement());
-                let inside_node = match &merged {
-                    Some(m) => self.merge(m, node, ptr, "patternProperties")?,
-                    None => node.clone(),
+                let possible = |parts: &[Re]| -> Result<bool, SchemaError> {
+                    KeyLang::new(Re::And(parts.to_vec()))
+                        .map(|lang| !lang.dfa.is_empty())
+                        .map_err(|e| invalid(ptr, "patternProperties", e.to_string()))
                 };
-                for (parts, merged) in [(inside, Some(inside_node)), (outside, merged)] {
-                    let lang = KeyLang::new(Re::And(parts.clone()))
-                        .map_err(|e| invalid(ptr, "patternProperties", e.to_string()))?;
-                    if !lang.dfa.is_empty() {
-                        next.push((parts, merged));
-                    }
+                // Schemas are merged only where keys can match both.
+                if possible(&inside)? {
+                    let inside_node = match &merged {
+                        Some(m) => self.merge(m, node, ptr, "patternProperties")?,
+                        None => node.clone(),
+                    };
+                    next.push((inside, Some(inside_node)));
+                }
+                if possible(&outside)? {
+                    next.push((outside, merged));
                 }
             }
             if next.len() > MAX_REGIONS {
