@@ -58,6 +58,7 @@ bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
+	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL) --json-schema-defaults
 
 bench-compliance: deps model
 	cargo run --release $(CORE) --example compliance -- $(MASKBENCH) $(INFER_MODEL)

@@ -19,8 +19,15 @@
 //! Conversion times are single runs (each schema converted once, no warm-up)
 //! over the schemas the converter accepts; `convert_speed` gives best-of-3.
 //!
-//! Run: `make bench-schema` (or `cargo run --release --no-default-features --features engine
-//! --example maskbench -- [DATA] [MODEL] [--limit N] [--baseline] [--baseline-timeout SECONDS]`).
+//! With `--json-schema-defaults`, objects are read as a validator reads them
+//! (the `schema_defaults => 'json-schema'` option): properties not listed in
+//! `required` may be left out, other keys may appear where
+//! `additionalProperties` is absent.
+//!
+//! Run: `make bench-schema` (both readings; or `cargo run --release --no-default-features
+//! --features engine --example maskbench -- [DATA] [MODEL] [--limit N] [--json-schema-defaults]
+//! [--baseline] [--baseline-timeout SECONDS]`). `MASKBENCH_LIST=text` lists every rejection
+//! whose message contains `text`; `MASKBENCH_SLOW=ms` the slow conversions.
 
 #[path = "args.rs"]
 mod args;
@@ -119,6 +126,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let (data, model_path) = (args.data.clone(), args.model.clone());
     let limit = args.number("--limit", usize::MAX);
+    // `--json-schema-defaults`: objects read as a validator reads them
+    // (`schema_defaults => 'json-schema'`) instead of the strict default.
+    let convert_options = schema::ConvertOptions {
+        object_defaults: if args.has("--json-schema-defaults") {
+            schema::ObjectDefaults::JsonSchema
+        } else {
+            schema::ObjectDefaults::Strict
+        },
+        ..schema::ConvertOptions::default()
+    };
+    println!(
+        "schema defaults: {}",
+        if args.has("--json-schema-defaults") {
+            "json-schema"
+        } else {
+            "strict"
+        }
+    );
 
     let probe = GrammarProbe::new(std::path::Path::new(&model_path))?;
 
@@ -152,6 +177,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     let started = Instant::now();
     let tracing = std::env::var_os("MASKBENCH_TRACE").is_some();
+    // MASKBENCH_LIST=text lists every rejection whose message contains it.
+    let list_rejections: Option<String> = std::env::var("MASKBENCH_LIST").ok();
     // MASKBENCH_SLOW=ms lists the schemas whose conversion took longer.
     let slow_ms: Option<f64> = std::env::var("MASKBENCH_SLOW")
         .ok()
@@ -188,7 +215,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         t.schemas += 1;
         trace("infer converts");
         let begin = Instant::now();
-        let compiled = catch_unwind(AssertUnwindSafe(|| schema::compile(schema_value)));
+        let compiled = catch_unwind(AssertUnwindSafe(|| {
+            schema::compile_with(schema_value, &convert_options)
+        }));
         let conversion_time = begin.elapsed();
         if let Some(slow) = slow_ms {
             if conversion_time.as_secs_f64() * 1000.0 > slow {
@@ -208,6 +237,19 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 continue;
             }
             Ok(Err(e)) => {
+                if let Some(wanted) = &list_rejections {
+                    let message = e.to_string();
+                    if message.contains(wanted.as_str()) {
+                        let valid = tests
+                            .iter()
+                            .filter(|t| t.get("valid").and_then(Value::as_bool) == Some(true))
+                            .count();
+                        eprintln!(
+                            "maskbench: rejected line {line_no} {} ({valid} valid instances): {message}",
+                            entry.get("name").and_then(Value::as_str).unwrap_or("?")
+                        );
+                    }
+                }
                 let key = reason(&e);
                 *t.reasons.entry(key.clone()).or_default() += 1;
                 let examples = t.examples.entry(key).or_default();

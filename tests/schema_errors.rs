@@ -4,6 +4,9 @@
 use infer::schema;
 use serde_json::{json, Value};
 
+/// Value types for generated branches.
+const TYPES: [&str; 3] = ["integer", "string", "boolean"];
+
 fn error_of(schema: Value) -> String {
     match schema::to_gbnf(&schema) {
         Ok(g) => panic!("expected an error for {schema}, got a grammar:\n{g}"),
@@ -15,7 +18,11 @@ fn error_of(schema: Value) -> String {
 fn each_bad_schema_gets_a_precise_message() {
     let cases: Vec<(Value, &str)> = vec![
         (json!({"type": "object", "properties": {"tags": {"uniqueItems": true}}}), "unsupported keyword \"uniqueItems\" at /properties/tags (supported: type, not, enum,"),
-        (json!({"type": "object", "properties": {"tags": {"not": {"pattern": "^a"}}}}), "keyword \"not\" is only supported around {}, true, false, a schema with only \"type\", only \"enum\"/\"const\", only \"required\" or only numeric bounds, and \"not\"/\"anyOf\"/\"allOf\" of those at /properties/tags/not"),
+        (json!({"type": "object", "properties": {"tags": {"not": {"properties": {"a": {}}, "additionalProperties": false}}}}), "keyword \"not\" is only supported around schemas made of \"type\", \"enum\", \"const\", \"required\", numeric bounds, \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \"minProperties\"/\"maxProperties\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") and \"not\"/\"anyOf\"/\"allOf\" of such schemas at /properties/tags/not"),
+        (json!({"type": "string", "not": {"format": "date"}}), "keyword \"not\" cannot exclude a \"format\": the converter writes a subset of each format, so its complement would let values of the format through at /not"),
+        (json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}, "f": {}, "g": {}}, "required": [], "dependentRequired": {"a": ["h"], "b": ["h"], "c": ["h"], "d": ["h"], "e": ["h"], "f": ["h"], "g": ["h"]}}), "\"dependentRequired\" splitting the object into 128 cases exceeds the limit 64 that a grammar can enforce at the root (#)"),
+        (json!({"type": "object", "dependentRequired": {"a": "b"}}), "keyword \"dependentRequired\" must be an object of arrays of strings at /dependentRequired/a"),
+        (json!({"type": "object", "dependencies": {"a": 5}}), "schema must be an object or a boolean, got number at /dependencies/a"),
         (
             json!({"type": "string", "minLenght": 3}),
             "unknown keyword \"minLenght\" at the root (#) (did you mean \"minLength\"?)",
@@ -108,6 +115,14 @@ fn each_bad_schema_gets_a_precise_message() {
         (
             json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
             "oneOf branches 0 and 1 are not provably exclusive",
+        ),
+        (
+            // Each branch would be split by the 6 ways each of the 4 others
+            // can fail: past the bound on alternatives.
+            json!({"type": "object", "maxProperties": 1, "oneOf": (0..5).map(|k| json!({"properties":
+                (0..6).map(|i| (format!("p{k}{i}"), json!({"type": TYPES[i % 3]})))
+                    .collect::<serde_json::Map<String, Value>>()})).collect::<Vec<Value>>()}),
+            "oneOf branches 0 and 4 are not provably exclusive",
         ),
         (
             // The last 13 characters decide: 2^13 automaton states.

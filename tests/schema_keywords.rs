@@ -10,7 +10,7 @@
 
 mod common;
 
-use infer::schema::{self, canonical};
+use infer::schema::{self, canonical, ConvertOptions, ObjectDefaults};
 use serde_json::{json, Map, Value};
 
 struct Case {
@@ -18,6 +18,7 @@ struct Case {
     schema: Value,
     valid: Vec<Value>,
     invalid: Vec<Value>,
+    options: ConvertOptions,
 }
 
 fn case(name: &'static str, schema: Value, valid: Vec<Value>, invalid: Vec<Value>) -> Case {
@@ -26,6 +27,23 @@ fn case(name: &'static str, schema: Value, valid: Vec<Value>, invalid: Vec<Value
         schema,
         valid,
         invalid,
+        options: ConvertOptions::default(),
+    }
+}
+
+/// A case converted with JSON Schema's own object defaults.
+fn json_schema_case(
+    name: &'static str,
+    schema: Value,
+    valid: Vec<Value>,
+    invalid: Vec<Value>,
+) -> Case {
+    Case {
+        options: ConvertOptions {
+            object_defaults: ObjectDefaults::JsonSchema,
+            ..ConvertOptions::default()
+        },
+        ..case(name, schema, valid, invalid)
     }
 }
 
@@ -139,6 +157,233 @@ fn cases() -> Vec<Case> {
             vec![json!({}), json!({"ab": 1}), json!({"az": 5})],
             vec![json!({"az": 4}), json!({"b": 1}), json!({"a": "s"})],
         ),
+        case(
+            "additionalItems after a draft 4 tuple",
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": {"type": "boolean"}}),
+            vec![
+                json!([]),
+                json!(["a"]),
+                json!(["a", 1]),
+                json!(["a", 1, true, false]),
+            ],
+            vec![json!([1]), json!(["a", 1, 2]), json!(["a", "b"])],
+        ),
+        case(
+            "additionalItems false closes the tuple",
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "null"}], "additionalItems": false, "minItems": 1}),
+            vec![json!([null])],
+            vec![json!([]), json!([null, null]), json!([1])],
+        ),
+        case(
+            "additionalItems beside a single items schema does nothing",
+            json!({"type": "array", "items": {"type": "integer"}, "additionalItems": false}),
+            vec![json!([]), json!([1, 2, 3])],
+            vec![json!(["a"])],
+        ),
+        case(
+            "dependentRequired on an optional property",
+            json!({"type": "object", "properties": {"card": {"type": "integer"}, "address": {"type": "string"}, "name": {"type": "string"}}, "required": ["name"], "dependentRequired": {"card": ["address"]}, "additionalProperties": false}),
+            vec![
+                json!({"name": "n"}),
+                json!({"name": "n", "address": "a"}),
+                json!({"name": "n", "card": 1, "address": "a"}),
+            ],
+            vec![
+                json!({"name": "n", "card": 1}),
+                json!({"card": 1, "address": "a"}),
+            ],
+        ),
+        case(
+            "draft 4 dependencies with a list and a schema",
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "string"}}, "required": [],
+                   "dependencies": {"a": ["b"], "c": {"properties": {"b": {"minimum": 10}}, "required": ["b"]}}, "additionalProperties": false}),
+            vec![
+                json!({}),
+                json!({"b": 1}),
+                json!({"a": 1, "b": 2}),
+                json!({"c": "x", "b": 10}),
+                json!({"a": 0, "b": 11, "c": ""}),
+            ],
+            vec![
+                json!({"a": 1}),
+                json!({"c": "x"}),
+                json!({"c": "x", "b": 9}),
+                json!({"a": 1, "b": 9, "c": "x"}),
+            ],
+        ),
+        case(
+            "dependentSchemas with oneOf on a required property",
+            json!({"type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "x": {}}, "required": ["kind"],
+                   "dependentSchemas": {"kind": {"oneOf": [
+                       {"properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["x"]},
+                       {"properties": {"kind": {"const": "b"}, "x": {"type": "string"}}, "required": ["x"]}
+                   ]}}, "additionalProperties": false}),
+            vec![json!({"kind": "a", "x": 1}), json!({"kind": "b", "x": "s"})],
+            vec![
+                json!({"kind": "a", "x": "s"}),
+                json!({"kind": "b"}),
+                json!({"kind": "c", "x": 1}),
+            ],
+        ),
+        case(
+            "not of a pattern on a string",
+            json!({"type": "string", "not": {"pattern": "^a"}}),
+            vec![json!("b"), json!(""), json!("ba")],
+            vec![json!("a"), json!("abc")],
+        ),
+        case(
+            "not of an enum and of lengths",
+            json!({"type": "string", "maxLength": 3, "not": {"anyOf": [{"enum": ["x", "yy"]}, {"maxLength": 1}]}}),
+            vec![json!("ab"), json!("xyz"), json!("yyy")],
+            vec![
+                json!("x"),
+                json!("yy"),
+                json!(""),
+                json!("b"),
+                json!("abcd"),
+            ],
+        ),
+        case(
+            "not of a bound alone matches numbers only",
+            json!({"not": {"minimum": 5}}),
+            vec![json!(4), json!(-1)],
+            vec![json!(5), json!(6), json!("abc"), json!(null)],
+        ),
+        case(
+            "not of required alone matches objects only",
+            json!({"not": {"required": ["a"]}}),
+            vec![json!({}), json!({"b": 1})],
+            vec![json!({"a": 1}), json!(5), json!("s")],
+        ),
+        case(
+            "not of a property's value",
+            json!({"type": "object", "properties": {"kind": {"type": "string"}}, "required": ["kind"], "not": {"properties": {"kind": {"const": "x"}}}}),
+            vec![json!({"kind": "y"}), json!({"kind": "xx"})],
+            vec![json!({"kind": "x"}), json!({})],
+        ),
+        case(
+            "not of array and object counts",
+            json!({"type": "object", "properties": {"l": {"type": "array", "not": {"minItems": 2}}, "o": {"not": {"minProperties": 1}, "type": "object"}}}),
+            vec![json!({"l": [], "o": {}}), json!({"l": [1], "o": {}})],
+            vec![
+                json!({"l": [1, 2], "o": {}}),
+                json!({"l": [], "o": {"a": 1}}),
+            ],
+        ),
+        case(
+            "if/then/else on a property's value",
+            json!({"type": "object", "properties": {"country": {"enum": ["US", "CA"]}, "postal": {"type": "string"}}, "required": ["country", "postal"],
+                   "if": {"properties": {"country": {"const": "US"}}},
+                   "then": {"properties": {"postal": {"pattern": "^[0-9]{5}$"}}},
+                   "else": {"properties": {"postal": {"pattern": "^[A-Z][0-9][A-Z] [0-9][A-Z][0-9]$"}}},
+                   "additionalProperties": false}),
+            vec![
+                json!({"country": "US", "postal": "12345"}),
+                json!({"country": "CA", "postal": "K1A 0B1"}),
+            ],
+            vec![
+                json!({"country": "US", "postal": "K1A 0B1"}),
+                json!({"country": "CA", "postal": "12345"}),
+                json!({"country": "US"}),
+            ],
+        ),
+        case(
+            "if required then required",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": [],
+                   "if": {"required": ["a"]}, "then": {"required": ["b"]}, "additionalProperties": false}),
+            vec![json!({}), json!({"b": 1}), json!({"a": 1, "b": 2})],
+            vec![json!({"a": 1}), json!({"c": 1})],
+        ),
+        case(
+            "if on the type",
+            json!({"if": {"type": "integer"}, "then": {"minimum": 0}, "else": {"type": "string"}}),
+            vec![json!(0), json!(5), json!("s")],
+            vec![json!(-1), json!(null), json!(true), json!(1.5)],
+        ),
+        case(
+            "then without if does nothing",
+            json!({"type": "integer", "then": {"minimum": 5}}),
+            vec![json!(0), json!(5)],
+            vec![json!("s")],
+        ),
+        case(
+            "oneOf of overlapping strings: each branch without the other's values",
+            json!({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}),
+            vec![json!("abcd"), json!("hello")],
+            vec![json!("abc"), json!(""), json!(1)],
+        ),
+        case(
+            "oneOf of objects told apart by their required keys",
+            json!({"oneOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                             {"properties": {"b": {"type": "string"}}, "required": ["b"]}]}),
+            vec![json!({"a": 1}), json!({"b": "x"})],
+            vec![json!({"a": 1, "b": "x"}), json!({})],
+        ),
+        json_schema_case(
+            "oneOf of open objects: a value matching both is left out",
+            json!({"oneOf": [{"properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                             {"properties": {"b": {"type": "string"}}, "required": ["b"]}]}),
+            vec![
+                json!({"a": 1}),
+                json!({"a": 1, "b": 2}),
+                json!({"b": "x", "c": true}),
+            ],
+            vec![json!({"a": 1, "b": "x"}), json!({"c": 1})],
+        ),
+        case(
+            "oneOf of $ref branches that overlap",
+            json!({"$defs": {"n": {"type": "integer"}, "p": {"type": "integer", "minimum": 0}},
+                   "oneOf": [{"$ref": "#/$defs/n"}, {"$ref": "#/$defs/p"}]}),
+            vec![json!(-1), json!(-5)],
+            vec![json!(0), json!(3), json!("x")],
+        ),
+        case(
+            "not of an object literal",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+                   "not": {"const": {"a": 1}}}),
+            vec![json!({"a": 2}), json!({"a": 0})],
+            vec![json!({"a": 1}), json!({})],
+        ),
+        case(
+            "not of array literals",
+            json!({"type": "array", "items": {"type": "integer"}, "not": {"enum": [[1, 2], []]}}),
+            vec![json!([1]), json!([2, 1]), json!([1, 2, 3])],
+            vec![json!([1, 2]), json!([]), json!(["x"])],
+        ),
+        case(
+            "an enum member valid as a validator reads its sibling keywords",
+            json!({"enum": [{"a": 1, "b": 2}, {"a": "x"}], "properties": {"a": {"type": "integer"}}}),
+            vec![json!({"a": 1, "b": 2})],
+            vec![json!({"a": "x"}), json!({"a": 1})],
+        ),
+        case(
+            "not not: the inner schema read as a validator reads it",
+            json!({"allOf": [{"enum": [{"bar": 2, "foo": "baz"}, {"foo": "baz"}]},
+                             {"not": {"not": {"properties": {"bar": {"type": "integer"}}, "required": ["bar"]}}}]}),
+            vec![json!({"bar": 2, "foo": "baz"})],
+            vec![json!({"foo": "baz"}), json!({"bar": 2})],
+        ),
+        json_schema_case(
+            "JSON Schema defaults: properties optional, other keys open",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}),
+            vec![
+                json!({}),
+                json!({"a": 1}),
+                json!({"b": "s", "zz": [1, {"q": null}]}),
+                json!({"name": "n"}),
+            ],
+            vec![json!({"a": "1"}), json!({"b": 2}), json!([])],
+        ),
+        json_schema_case(
+            "JSON Schema defaults: required still required, tuples open",
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"t": {"type": "array", "items": [{"type": "integer"}]}}, "required": ["t"]}),
+            vec![
+                json!({"t": []}),
+                json!({"t": [1, "x", null]}),
+                json!({"t": [1], "k": 2}),
+            ],
+            vec![json!({}), json!({"t": ["x"]})],
+        ),
     ]
 }
 
@@ -165,7 +410,7 @@ fn labels_agree_with_the_validator_and_the_grammar_with_both() {
                 }
             }
         }
-        let compiled = match schema::compile(&c.schema) {
+        let compiled = match schema::compile_with(&c.schema, &c.options) {
             Ok(x) => x,
             Err(e) => {
                 failures.push(format!("{}: conversion failed: {e}", c.name));
@@ -288,6 +533,24 @@ fn mutate(v: &Value, pool: &[Value], rng: &mut Rng) -> Value {
             }
             Value::Object(out)
         }
+        Value::Array(items) if rng.below(4) != 0 => {
+            let mut out = items.clone();
+            match rng.below(3) {
+                0 if !out.is_empty() => {
+                    let i = rng.below(out.len());
+                    out.remove(i);
+                }
+                1 if !out.is_empty() => {
+                    let i = rng.below(out.len());
+                    out[i] = mutate(&out[i], pool, rng);
+                }
+                _ => {
+                    let i = rng.below(out.len() + 1);
+                    out.insert(i, pool[rng.below(pool.len())].clone());
+                }
+            }
+            Value::Array(out)
+        }
         _ => pool[rng.below(pool.len())].clone(),
     }
 }
@@ -300,7 +563,7 @@ fn whatever_the_grammar_accepts_the_validator_accepts() {
     let mut accepted = 0;
     for c in cases() {
         let judge = validator(&c.schema);
-        let Ok(compiled) = schema::compile(&c.schema) else {
+        let Ok(compiled) = schema::compile_with(&c.schema, &c.options) else {
             continue;
         };
         let Ok(mut grammar) = probe.load(&compiled.gbnf) else {

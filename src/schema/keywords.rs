@@ -16,8 +16,12 @@ pub const SUPPORTED: &[&str] = &[
     "propertyNames",
     "minProperties",
     "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
     "items",
     "prefixItems",
+    "additionalItems",
     "minItems",
     "maxItems",
     "minLength",
@@ -31,6 +35,9 @@ pub const SUPPORTED: &[&str] = &[
     "anyOf",
     "oneOf",
     "allOf",
+    "if",
+    "then",
+    "else",
     "$ref",
     "$defs",
     "definitions",
@@ -57,16 +64,9 @@ pub const ANNOTATIONS: &[&str] = &[
 pub const UNSUPPORTED: &[&str] = &[
     "multipleOf",
     "uniqueItems",
-    "additionalItems",
-    "dependencies",
-    "dependentRequired",
-    "dependentSchemas",
     "contains",
     "minContains",
     "maxContains",
-    "if",
-    "then",
-    "else",
     "unevaluatedProperties",
     "unevaluatedItems",
     "$anchor",
@@ -93,9 +93,18 @@ pub const OBJECT: &[&str] = &[
     "propertyNames",
     "minProperties",
     "maxProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "dependencies",
 ];
 /// The keywords specific to arrays.
-pub const ARRAY: &[&str] = &["items", "prefixItems", "minItems", "maxItems"];
+pub const ARRAY: &[&str] = &[
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "minItems",
+    "maxItems",
+];
 /// The keywords specific to strings.
 pub const STRING: &[&str] = &["minLength", "maxLength", "pattern", "format"];
 /// The keywords specific to numbers (the bounds).

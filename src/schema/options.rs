@@ -78,6 +78,23 @@ pub enum ObjectDefaults {
     /// key is written. Grammars then produce complete, predictable objects.
     #[default]
     Strict,
+    /// JSON Schema's own reading, as a validator applies it: without
+    /// `required`, every property may be left out; without
+    /// `additionalProperties`, any other key may appear (with any value).
+    JsonSchema,
+}
+
+impl ObjectDefaults {
+    /// Every policy with its name (the `schema_defaults` option).
+    pub const ALL: &'static [(ObjectDefaults, &'static str)] = &[
+        (ObjectDefaults::Strict, "strict"),
+        (ObjectDefaults::JsonSchema, "json-schema"),
+    ];
+
+    /// The policy called `name`.
+    pub fn from_name(name: &str) -> Option<ObjectDefaults> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(d, _)| *d)
+    }
 }
 
 #[cfg(test)]

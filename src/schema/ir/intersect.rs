@@ -4,8 +4,8 @@
 use crate::schema::lang::Re;
 
 use super::{
-    accepts, any_of, ArrNode, Defs, KeyLang, Node, ObjNode, Prop, RefId, Region, StrNode,
-    MAX_REASONING_DEPTH,
+    accepts, any_of, validates, ArrNode, Defs, KeyLang, Node, ObjNode, Prop, RefId, Region,
+    StrNode, MAX_REASONING_DEPTH,
 };
 
 /// The schema matching exactly the values both `a` and `b` match, or the
@@ -61,7 +61,15 @@ fn intersect_at(a: &Node, b: &Node, defs: &Defs, depth: usize) -> Result<Node, S
         (Node::Enum(values), other) | (other, Node::Enum(values)) => {
             let mut kept = Vec::new();
             for v in values {
-                match accepts(other, v, defs) {
+                // The literal is written as it is, so it is kept when it is
+                // valid against `other` as a validator reads it (open objects,
+                // properties not required unless listed), not only when
+                // `other`'s own grammar would write it.
+                let verdict = match accepts(other, v, defs) {
+                    Some(true) => Some(true),
+                    grammar => validates(other, v, defs).or(grammar),
+                };
+                match verdict {
                     Some(true) => kept.push(v.clone()),
                     Some(false) => {}
                     None => {
@@ -183,12 +191,17 @@ fn intersect_obj(x: &ObjNode, y: &ObjNode, defs: &Defs, depth: usize) -> Result<
     } else {
         (Vec::new(), None)
     };
+    let additional = intersect_at(&x.additional, &y.additional, defs, depth)?;
+    // JSON Schema lets any other key through both sides (each open by
+    // default or explicitly), while the grammar writes fewer.
+    let truly_open = |o: &ObjNode| o.open_by_default || *o.additional == Node::Any;
+    let open_by_default = truly_open(x) && truly_open(y) && additional != Node::Any;
     Ok(Node::Obj(ObjNode {
         props,
-        additional: Box::new(intersect_at(&x.additional, &y.additional, defs, depth)?),
+        additional: Box::new(additional),
         min_props: x.min_props.max(y.min_props),
         max_props: min_opt(x.max_props, y.max_props),
-        open_by_default: x.open_by_default && y.open_by_default,
+        open_by_default,
         regions,
         names,
     }))

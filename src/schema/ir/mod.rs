@@ -106,6 +106,34 @@ pub struct ObjNode {
     pub names: Option<KeyLang>,
 }
 
+/// How many nodes `node` is made of (`$ref` targets not followed), for
+/// bounding work that multiplies alternatives.
+pub fn size(node: &Node) -> usize {
+    1usize.saturating_add(match node {
+        Node::AnyOf(xs) | Node::OneOf(xs) => xs.iter().fold(0, |n, x| n.saturating_add(size(x))),
+        Node::Arr(a) => a
+            .prefix
+            .iter()
+            .fold(size(&a.items), |n, x| n.saturating_add(size(x))),
+        Node::Obj(o) => {
+            let props = o.props.iter().map(|p| size(&p.node));
+            let regions = o.regions.iter().map(|(_, n)| size(n));
+            props
+                .chain(regions)
+                .fold(size(&o.additional), usize::saturating_add)
+        }
+        _ => 0,
+    })
+}
+
+/// How many alternatives `node` offers at its top.
+pub fn alternatives(node: &Node) -> usize {
+    match node {
+        Node::AnyOf(xs) | Node::OneOf(xs) => xs.len().max(1),
+        _ => 1,
+    }
+}
+
 /// Undeclared keys of a language, and the schema of their values.
 pub type Region = (KeyLang, Node);
 

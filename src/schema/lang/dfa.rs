@@ -281,19 +281,18 @@ impl Dfa {
             }
             for (old, new) in partition.split(&marked) {
                 queued.push(vec![false; k]);
-                for d in 0..k {
-                    if queued[old][d] {
-                        queued[new][d] = true;
-                        pending.push((new, d));
-                    } else {
-                        let smaller = if partition.size(new) < partition.size(old) {
-                            new
-                        } else {
-                            old
-                        };
-                        queued[smaller][d] = true;
-                        pending.push((smaller, d));
-                    }
+                let smaller = if partition.size(new) < partition.size(old) {
+                    new
+                } else {
+                    old
+                };
+                let was_queued = queued[old].clone();
+                for (d, queued_before) in was_queued.into_iter().enumerate() {
+                    // A block still waiting on `d` passes the wait to both halves;
+                    // otherwise the smaller half suffices (Hopcroft's trick).
+                    let target = if queued_before { new } else { smaller };
+                    queued[target][d] = true;
+                    pending.push((target, d));
                 }
             }
         }

@@ -1,11 +1,13 @@
-//! Array keywords: `items` (draft 4 tuple form included), `prefixItems`,
-//! `minItems`, `maxItems`.
+//! Array keywords: `items` (draft 4 tuple form and its `additionalItems`
+//! included), `prefixItems`, `minItems`, `maxItems`. `additionalItems`
+//! beside a single-schema `items` (or none) has no effect, as in JSON Schema.
 
 use serde_json::{Map, Value};
 
 use super::{counts, invalid, wrong, Ctx};
 use crate::schema::error::SchemaError;
 use crate::schema::ir::{ArrNode, Node};
+use crate::schema::options::ObjectDefaults;
 
 impl<'a> Ctx<'a> {
     pub(super) fn array(
@@ -29,7 +31,9 @@ impl<'a> Ctx<'a> {
             None => {}
             Some(v) if self.is_empty_map(v) => {}
             Some(Value::Array(list)) => {
-                // Draft 4 tuple form: no further items (a subset of its "any further items").
+                // Draft 4 tuple form: further items take `additionalItems`;
+                // without it, none are written under the strict defaults (a
+                // subset of JSON Schema's "any further items").
                 if !prefix.is_empty() {
                     return Err(invalid(
                         ptr,
@@ -40,7 +44,11 @@ impl<'a> Ctx<'a> {
                 for (i, s) in list.iter().enumerate() {
                     prefix.push(self.schema(s, &format!("{ptr}/items/{i}"), depth + 1)?);
                 }
-                items = Node::Never;
+                items = match map.get("additionalItems") {
+                    Some(v) => self.schema(v, &format!("{ptr}/additionalItems"), depth + 1)?,
+                    None if self.object_defaults == ObjectDefaults::JsonSchema => Node::Any,
+                    None => Node::Never,
+                };
             }
             Some(s) => items = self.schema(s, &format!("{ptr}/items"), depth + 1)?,
         }

@@ -12,6 +12,7 @@ use super::keywords::{self, Class};
 use super::options::{ConvertOptions, ObjectDefaults};
 
 mod array;
+mod dependencies;
 mod negation;
 mod number;
 mod object;
@@ -27,6 +28,13 @@ pub const MAX_STEPS: usize = 200_000;
 /// the cap applied to the matching maxima (a smaller maximum keeps every
 /// output valid).
 pub const MAX_COUNT: u64 = 10_000;
+/// How to make `oneOf` branches exclusive, for the error message.
+const ONE_OF_HINT: &str =
+    "give them different types, or a required property whose const/enum values differ";
+/// Most alternatives a `oneOf` branch may be split into while it is made
+/// exclusive of the others, and most nodes it may grow to.
+const MAX_ONE_OF_ALTERNATIVES: usize = 256;
+const MAX_ONE_OF_NODES: usize = 20_000;
 /// Longest property name, in characters.
 pub const MAX_NAME_CHARS: usize = 1_000;
 
@@ -50,6 +58,8 @@ pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, Sc
         steps: 0,
         empty_array_is_schema: options.empty_array_is_schema,
         object_defaults: options.object_defaults,
+        lenient_negation: false,
+        negated_refs: Vec::new(),
     };
     let root = ctx.schema(schema, "", 0)?;
     if root == Node::Never {
@@ -74,6 +84,12 @@ struct Ctx<'a> {
     empty_array_is_schema: bool,
     /// [`ConvertOptions::object_defaults`].
     object_defaults: ObjectDefaults,
+    /// Whether a complement may leave out the part of a keyword it cannot
+    /// write (a subset of the complement) instead of failing: set while
+    /// `oneOf` branches are made exclusive, where any subset is sound.
+    lenient_negation: bool,
+    /// `$ref` pointers whose complement is being written (a cycle stops).
+    negated_refs: Vec<String>,
 }
 
 fn err(ptr: &str, kind: ErrorKind) -> SchemaError {
@@ -217,13 +233,49 @@ impl<'a> Ctx<'a> {
         }
         if let Some(v) = map.get("oneOf") {
             let branches = self.branches(v, ptr, "oneOf", depth)?;
-            node = self.one_of(&node, branches, ptr)?;
+            node = self.one_of(&node, branches, v, ptr, depth)?;
         }
         if let Some(v) = map.get("not") {
             let complement = self.negation(v, &format!("{ptr}/not"), depth + 1)?;
             node = self.merge(&node, &complement, ptr, "not")?;
         }
+        if let Some(condition) = map.get("if") {
+            if map.contains_key("then") || map.contains_key("else") {
+                let cases = self.conditional(map, condition, ptr, depth)?;
+                node = self.merge(&node, &cases, ptr, "if")?;
+            }
+        }
         Ok(node)
+    }
+
+    /// `if`/`then`/`else` as the union of its two cases: values matching
+    /// `if` and `then`, and values matching `not if` and `else`. The first
+    /// `if` is read with JSON Schema's own object defaults (as a test, a
+    /// property it names is not required of the value); both are subsets
+    /// of their cases, so the union is a subset of the schema.
+    fn conditional(
+        &mut self,
+        map: &'a Map<String, Value>,
+        condition: &'a Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Node, SchemaError> {
+        let policy = std::mem::replace(&mut self.object_defaults, ObjectDefaults::JsonSchema);
+        let holds = self.schema(condition, &format!("{ptr}/if"), depth + 1);
+        self.object_defaults = policy;
+        let holds = holds?;
+        let fails = self.negation(condition, &format!("{ptr}/if"), depth + 1)?;
+        let mut cases = Vec::with_capacity(2);
+        for (keyword, case) in [("then", holds), ("else", fails)] {
+            let branch = match map.get(keyword) {
+                Some(v) => self.schema(v, &format!("{ptr}/{keyword}"), depth + 1)?,
+                None => Node::Any,
+            };
+            cases.push(self.merge(&case, &branch, ptr, keyword)?);
+        }
+        Ok(any_of(
+            cases.into_iter().filter(|n| *n != Node::Never).collect(),
+        ))
     }
 
     fn merge(&self, a: &Node, b: &Node, ptr: &str, keyword: &str) -> Result<Node, SchemaError> {
@@ -256,7 +308,19 @@ impl<'a> Ctx<'a> {
         Ok(out)
     }
 
-    fn one_of(&self, base: &Node, branches: Vec<Node>, ptr: &str) -> Result<Node, SchemaError> {
+    /// `oneOf`: values of exactly one branch. Branches proven exclusive are
+    /// kept as they are; a branch that may overlap others is narrowed to the
+    /// values the others' schemas refuse (`A and not B`), where the
+    /// complement of each other branch can be written (in part: a subset of
+    /// the complement keeps every value valid).
+    fn one_of(
+        &mut self,
+        base: &Node,
+        branches: Vec<Node>,
+        raw: &'a Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Node, SchemaError> {
         let mut kept: Vec<(usize, Node)> = Vec::new();
         for (i, b) in branches.into_iter().enumerate() {
             let m = self.merge(base, &b, &format!("{ptr}/oneOf/{i}"), "oneOf")?;
@@ -264,26 +328,88 @@ impl<'a> Ctx<'a> {
                 kept.push((i, m));
             }
         }
-        for (x, (i, a)) in kept.iter().enumerate() {
-            for (j, b) in kept.iter().skip(x + 1) {
+        let mut overlaps: Vec<Vec<usize>> = vec![Vec::new(); kept.len()];
+        for x in 0..kept.len() {
+            for y in x + 1..kept.len() {
+                let (a, b) = (&kept[x].1, &kept[y].1);
                 if !(ir::excludes(a, b, &self.defs) && ir::excludes(b, a, &self.defs)) {
-                    return Err(err(
-                        ptr,
-                        ErrorKind::OneOfNotExclusive {
-                            first: *i,
-                            second: *j,
-                            hint: "give them different types, or a required property whose const/enum values differ",
-                        },
-                    ));
+                    overlaps[x].push(y);
+                    overlaps[y].push(x);
                 }
             }
         }
-        let mut nodes: Vec<Node> = kept.into_iter().map(|(_, n)| n).collect();
-        Ok(match nodes.len() {
-            0 => Node::Never,
-            1 => nodes.pop().unwrap_or(Node::Never),
+        let mut nodes: Vec<Node> = Vec::with_capacity(kept.len());
+        let mut first_overlap = None;
+        for (x, (i, node)) in kept.iter().enumerate() {
+            if let (None, Some(&y)) = (first_overlap, overlaps[x].first()) {
+                first_overlap = Some((*i, kept[y].0));
+            }
+            let mut node = node.clone();
+            for &y in &overlaps[x] {
+                let j = kept[y].0;
+                let not_exclusive = || {
+                    err(
+                        ptr,
+                        ErrorKind::OneOfNotExclusive {
+                            first: (*i).min(j),
+                            second: (*i).max(j),
+                            hint: ONE_OF_HINT,
+                        },
+                    )
+                };
+                let Value::Array(items) = raw else {
+                    return Err(not_exclusive());
+                };
+                let others =
+                    self.lenient_complement(&items[j], &format!("{ptr}/oneOf/{j}"), depth)?;
+                // Narrowing distributes alternatives over each other: bounded.
+                let product = ir::alternatives(&node).saturating_mul(ir::alternatives(&others));
+                if others == Node::Never || product > MAX_ONE_OF_ALTERNATIVES {
+                    return Err(not_exclusive());
+                }
+                node = ir::intersect(&node, &others, &self.defs).map_err(|_| not_exclusive())?;
+                if ir::size(&node) > MAX_ONE_OF_NODES {
+                    return Err(not_exclusive());
+                }
+                if node == Node::Never {
+                    break;
+                }
+            }
+            if node != Node::Never {
+                nodes.push(node);
+            }
+        }
+        Ok(match (nodes.len(), first_overlap) {
+            // Every branch narrowed away: not a contradiction of the schema
+            // (the written complements are subsets), so not "unsatisfiable".
+            (0, Some((first, second))) => {
+                return Err(err(
+                    ptr,
+                    ErrorKind::OneOfNotExclusive {
+                        first,
+                        second,
+                        hint: ONE_OF_HINT,
+                    },
+                ))
+            }
+            (0, None) => Node::Never,
+            (1, _) => nodes.pop().unwrap_or(Node::Never),
             _ => Node::OneOf(nodes),
         })
+    }
+
+    /// A subset of the values `schema` refuses, written from what of it can
+    /// be complemented (see [`Ctx::lenient_negation`]).
+    fn lenient_complement(
+        &mut self,
+        schema: &'a Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Node, SchemaError> {
+        let before = std::mem::replace(&mut self.lenient_negation, true);
+        let out = self.negation(schema, ptr, depth + 1);
+        self.lenient_negation = before;
+        out
     }
 }
 

@@ -1,18 +1,33 @@
-//! `not`: the complement of a subschema, for the forms whose complement
-//! can be written exactly (or as a subset).
+//! `not`: the complement of a subschema, written exactly or as a subset.
+//!
+//! A schema is the conjunction of its keywords, so its complement is the
+//! union of the complements of its keywords (or of groups of keywords that
+//! only act together, such as the numeric bounds). Each keyword constrains
+//! one kind of value and lets every other kind through, so its complement
+//! holds values of that kind only: `not: {minimum: 5}` matches numbers
+//! below 5, not strings. A keyword whose complement cannot be written is
+//! an error; none is ever dropped.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::types::type_kinds;
-use super::{err, invalid, json_type, wrong, Ctx};
+use super::{counts, err, escape_pointer, invalid, json_type, wrong, Ctx};
 use crate::schema::error::{ErrorKind, SchemaError};
-use crate::schema::ir::{self, any_of, Node};
+use crate::schema::ir::{self, any_of, ArrNode, Node, ObjNode, Prop, StrNode};
 use crate::schema::keywords::{self, Class};
 use crate::schema::kinds::Kinds;
+use crate::schema::options::ObjectDefaults;
 use crate::schema::range::NumRange;
 
+/// What `not` can be written around, for the error message.
+const FORMS: &str = "is only supported around schemas made of \"type\", \"enum\", \"const\", \
+     \"required\", numeric bounds, \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \
+     \"minProperties\"/\"maxProperties\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") \
+     and \"not\"/\"anyOf\"/\"allOf\" of such schemas";
+
 impl<'a> Ctx<'a> {
-    /// The complement of a `not` subschema (see [`negation_leaf`] for the forms).
+    /// Values the subschema `inner` does not match (a subset of them where
+    /// the exact complement cannot be written).
     pub(super) fn negation(
         &mut self,
         inner: &'a Value,
@@ -20,142 +35,278 @@ impl<'a> Ctx<'a> {
         depth: usize,
     ) -> Result<Node, SchemaError> {
         self.step(ptr, depth)?;
-        if let Some(node) = negation_leaf(inner, ptr, self.is_empty_map(inner))? {
-            return Ok(node);
-        }
-        let unsupported = || {
-            invalid(
-                ptr,
-                "not",
-                "is only supported around {}, true, false, a schema with only \"type\", only \"enum\"/\"const\", only \"required\" or only numeric bounds, and \"not\"/\"anyOf\"/\"allOf\" of those".to_owned(),
-            )
-        };
-        let Value::Object(map) = inner else {
-            return Err(unsupported());
+        let map = match inner {
+            Value::Bool(b) => return Ok(if *b { Node::Never } else { Node::Any }),
+            Value::Array(_) if self.is_empty_map(inner) => return Ok(Node::Never),
+            Value::Object(map) => map,
+            other => {
+                return Err(err(
+                    ptr,
+                    ErrorKind::NotASchema {
+                        got: json_type(other),
+                    },
+                ))
+            }
         };
         let keys: Vec<&str> = map
             .keys()
             .map(String::as_str)
             .filter(|k| matches!(keywords::classify(k), Class::Supported | Class::Unsupported))
             .collect();
-        let numeric = !keys.is_empty() && keys.iter().all(|k| keywords::NUMBER.contains(k));
-        match keys.as_slice() {
-            // not not X = X; X as the grammar writes it is a subset of X.
-            ["not"] => self.schema(&map["not"], &format!("{ptr}/not"), depth + 1),
-            // not (A or B) = not A and not B.
-            ["anyOf"] => {
-                let Value::Array(items) = &map["anyOf"] else {
-                    return Err(unsupported());
-                };
-                let mut node = Node::Any;
-                for (i, item) in items.iter().enumerate() {
-                    let n = self.negation(item, &format!("{ptr}/anyOf/{i}"), depth + 1)?;
-                    node = self.merge(&node, &n, ptr, "not")?;
+        let has = |k: &str| keys.contains(&k);
+        let mut branches = Vec::new();
+        let mut numeric = false;
+        let mut string = false;
+        for &key in &keys {
+            match key {
+                "type" => branches.push(negate_type(map, ptr)?),
+                "enum" => {
+                    let Some(Value::Array(values)) = map.get("enum") else {
+                        return Err(wrong(ptr, "enum", "an array"));
+                    };
+                    branches.push(ir::all_except(values));
                 }
-                Ok(node)
+                "const" => branches.push(ir::all_except(std::slice::from_ref(&map["const"]))),
+                "required" => branches.push(negate_required(map, ptr)?),
+                k if keywords::NUMBER.contains(&k) => numeric = true,
+                "minLength" | "maxLength" | "pattern" => string = true,
+                "minItems" | "maxItems" => {
+                    if key == "minItems" || !has("minItems") {
+                        branches.extend(negate_counts(map, ptr, Counted::Items)?);
+                    }
+                }
+                "minProperties" | "maxProperties" => {
+                    if key == "minProperties" || !has("minProperties") {
+                        branches.extend(negate_counts(map, ptr, Counted::Properties)?);
+                    }
+                }
+                "properties" if !has("additionalProperties") && !has("patternProperties") => {
+                    branches.extend(self.negated_properties(map, ptr, depth)?);
+                }
+                // not not X = X, read as a validator reads it (a test of the
+                // value, like `if`); the grammar of X is a subset of X.
+                "not" => {
+                    let policy =
+                        std::mem::replace(&mut self.object_defaults, ObjectDefaults::JsonSchema);
+                    let node = self.schema(&map["not"], &format!("{ptr}/not"), depth + 1);
+                    self.object_defaults = policy;
+                    branches.push(node?);
+                }
+                // not (A or B) = not A and not B.
+                "anyOf" => {
+                    let Value::Array(items) = &map["anyOf"] else {
+                        return Err(wrong(ptr, "anyOf", "a non-empty array of schemas"));
+                    };
+                    let mut node = Node::Any;
+                    for (i, item) in items.iter().enumerate() {
+                        let n = self.negation(item, &format!("{ptr}/anyOf/{i}"), depth + 1)?;
+                        node = self.merge(&node, &n, ptr, "not")?;
+                    }
+                    branches.push(node);
+                }
+                // not (A and B) = not A or not B.
+                "allOf" => {
+                    let Value::Array(items) = &map["allOf"] else {
+                        return Err(wrong(ptr, "allOf", "a non-empty array of schemas"));
+                    };
+                    for (i, item) in items.iter().enumerate() {
+                        branches.push(self.negation(item, &format!("{ptr}/allOf/{i}"), depth + 1)?);
+                    }
+                }
+                // not (exactly one of A, B) holds at least where none does.
+                "oneOf" => {
+                    let Value::Array(items) = &map["oneOf"] else {
+                        return Err(wrong(ptr, "oneOf", "a non-empty array of schemas"));
+                    };
+                    let mut node = Node::Any;
+                    for (i, item) in items.iter().enumerate() {
+                        let n = self.negation(item, &format!("{ptr}/oneOf/{i}"), depth + 1)?;
+                        node = self.merge(&node, &n, ptr, "not")?;
+                    }
+                    branches.push(node);
+                }
+                "$ref" => {
+                    if let Some(node) = self.negated_ref(map, ptr, depth)? {
+                        branches.push(node);
+                    }
+                }
+                // `uniqueItems: false` constrains nothing.
+                "uniqueItems" if map["uniqueItems"] == Value::Bool(false) => {}
+                // What other keywords would add to the complement is left out.
+                _ if self.lenient_negation => {
+                    if key == "properties" {
+                        branches.extend(self.negated_properties(map, ptr, depth)?);
+                    }
+                }
+                "format" => {
+                    return Err(invalid(
+                        ptr,
+                        "not",
+                        "cannot exclude a \"format\": the converter writes a subset of each format, so its complement would let values of the format through".to_owned(),
+                    ))
+                }
+                _ => return Err(invalid(ptr, "not", FORMS.to_owned())),
             }
-            // not (A and B) = not A or not B.
-            ["allOf"] => {
-                let Value::Array(items) = &map["allOf"] else {
-                    return Err(unsupported());
-                };
-                let mut branches = Vec::with_capacity(items.len());
-                for (i, item) in items.iter().enumerate() {
-                    branches.push(self.negation(item, &format!("{ptr}/allOf/{i}"), depth + 1)?);
-                }
-                Ok(any_of(branches))
-            }
-            _ if numeric => {
-                // Numbers outside the range, or anything that is not a number.
-                let range = self.range(map, ptr)?;
-                let mut branches = match ir::all_kinds_except(Kinds::NUMBER) {
-                    Node::AnyOf(b) => b,
-                    other => vec![other],
-                };
-                if let Some(b) = &range.min {
-                    branches.push(Node::Num(NumRange {
-                        min: None,
-                        max: Some(b.flipped()),
-                    }));
-                }
-                if let Some(b) = &range.max {
-                    branches.push(Node::Num(NumRange {
-                        min: Some(b.flipped()),
-                        max: None,
-                    }));
-                }
-                Ok(any_of(branches))
-            }
-            _ => Err(unsupported()),
         }
+        if numeric {
+            // Numbers outside the range.
+            let range = self.range(map, ptr)?;
+            if let Some(b) = &range.min {
+                branches.push(Node::Num(NumRange {
+                    min: None,
+                    max: Some(b.flipped()),
+                }));
+            }
+            if let Some(b) = &range.max {
+                branches.push(Node::Num(NumRange {
+                    min: Some(b.flipped()),
+                    max: None,
+                }));
+            }
+        }
+        // A format's complement would let values of the format through (the
+        // converter writes a subset of each): leniently, the string part is
+        // left out.
+        if string && !(self.lenient_negation && has("format")) {
+            // Strings the constraints refuse.
+            let node = match self.string(map, ptr)? {
+                Node::Str(s) => ir::checked_str(StrNode {
+                    excluded: vec![s],
+                    ..StrNode::default()
+                })
+                .map_err(|reason| invalid(ptr, "not", reason))?,
+                _ => Node::Str(StrNode::default()),
+            };
+            branches.push(node);
+        }
+        Ok(any_of(branches))
     }
 }
 
-/// The complement of a `not` subschema, for the forms whose meaning does not
-/// depend on the converter's defaults: `{}`/`true`, `false`, only `type`,
-/// only `enum`/`const`, only `required`, only numeric bounds, and `not`,
-/// `anyOf`, `allOf` of such forms. Annotations may accompany them.
-fn negation_leaf(
-    inner: &Value,
-    ptr: &str,
-    is_empty_map: bool,
-) -> Result<Option<Node>, SchemaError> {
-    let map = match inner {
-        Value::Bool(b) => return Ok(Some(if *b { Node::Never } else { Node::Any })),
-        Value::Array(_) if is_empty_map => return Ok(Some(Node::Never)),
-        Value::Object(map) => map,
-        other => {
-            return Err(err(
-                ptr,
-                ErrorKind::NotASchema {
-                    got: json_type(other),
-                },
-            ))
-        }
-    };
-    let keys: Vec<&str> = map
-        .keys()
-        .map(String::as_str)
-        .filter(|k| {
-            keywords::classify(k) == Class::Supported || keywords::classify(k) == Class::Unsupported
-        })
-        .collect();
-    match keys.as_slice() {
-        [] => Ok(Some(Node::Never)),
-        ["type"] => {
-            let names: Vec<&str> = match map.get("type") {
-                Some(Value::String(s)) => vec![s.as_str()],
-                Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
-                _ => return Err(wrong(ptr, "type", "a type name or an array of type names")),
-            };
-            let mut excluded = Kinds::NONE;
-            for name in names {
-                excluded |= type_kinds(name, ptr)?;
+impl<'a> Ctx<'a> {
+    /// Objects with a declared property whose value its schema refuses.
+    fn negated_properties(
+        &mut self,
+        map: &'a Map<String, Value>,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Node>, SchemaError> {
+        let Value::Object(props) = &map["properties"] else {
+            return Err(wrong(ptr, "properties", "an object of schemas"));
+        };
+        let mut branches = Vec::new();
+        for (name, s) in props {
+            let at = format!("{ptr}/properties/{}", escape_pointer(name));
+            let bad = self.negation(s, &at, depth + 1)?;
+            if bad != Node::Never {
+                branches.push(Node::Obj(ObjNode {
+                    props: vec![Prop {
+                        name: name.clone(),
+                        node: bad,
+                        required: true,
+                        implicit: false,
+                    }],
+                    ..ObjNode::any()
+                }));
             }
-            Ok(Some(ir::all_kinds_except(excluded)))
         }
-        ["enum"] | ["const"] => {
-            let values = match (map.get("enum"), map.get("const")) {
-                (Some(Value::Array(vs)), _) => vs.clone(),
-                (None, Some(v)) => vec![v.clone()],
-                _ => return Err(wrong(ptr, "enum", "an array")),
-            };
-            Ok(Some(ir::all_except(&values)))
-        }
-        ["required"] => {
-            let Some(Value::Array(names)) = map.get("required") else {
-                return Err(wrong(ptr, "required", "an array of strings"));
-            };
-            let keys: Option<Vec<String>> = names
-                .iter()
-                .map(|n| n.as_str().map(str::to_owned))
-                .collect();
-            let keys = keys.ok_or_else(|| wrong(ptr, "required", "an array of strings"))?;
-            if keys.is_empty() {
-                return Ok(Some(Node::Never));
-            }
-            Ok(Some(ir::missing_one_of(&keys)))
-        }
-        _ => Ok(None),
+        Ok(branches)
     }
+
+    /// The complement of the schema a `$ref` points to; `None` where it is
+    /// left out (a reference back into itself, when lenient).
+    fn negated_ref(
+        &mut self,
+        map: &'a Map<String, Value>,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Option<Node>, SchemaError> {
+        let Some(Value::String(reference)) = map.get("$ref") else {
+            return Err(wrong(ptr, "$ref", "a string"));
+        };
+        let (target, pointer) = self.ref_target(reference, ptr)?;
+        if self.negated_refs.contains(&pointer) {
+            if self.lenient_negation {
+                return Ok(None);
+            }
+            return Err(invalid(
+                ptr,
+                "not",
+                format!("cannot exclude the recursive \"$ref\" {reference:?}"),
+            ));
+        }
+        self.negated_refs.push(pointer.clone());
+        let out = self.negation(target, &pointer, depth + 1);
+        self.negated_refs.pop();
+        out.map(Some)
+    }
+}
+
+/// Values of none of the types named (integers excluded exclude every
+/// number: non-integer numbers cannot be written apart from integers).
+fn negate_type(map: &Map<String, Value>, ptr: &str) -> Result<Node, SchemaError> {
+    let names: Vec<&str> = match map.get("type") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+        _ => return Err(wrong(ptr, "type", "a type name or an array of type names")),
+    };
+    let mut excluded = Kinds::NONE;
+    for name in names {
+        excluded |= type_kinds(name, ptr)?;
+    }
+    Ok(ir::all_kinds_except(excluded))
+}
+
+/// Objects lacking one of the required keys.
+fn negate_required(map: &Map<String, Value>, ptr: &str) -> Result<Node, SchemaError> {
+    let Some(Value::Array(names)) = map.get("required") else {
+        return Err(wrong(ptr, "required", "an array of strings"));
+    };
+    let keys: Option<Vec<String>> = names
+        .iter()
+        .map(|n| n.as_str().map(str::to_owned))
+        .collect();
+    let keys = keys.ok_or_else(|| wrong(ptr, "required", "an array of strings"))?;
+    Ok(ir::missing_one_of(&keys))
+}
+
+#[derive(Clone, Copy)]
+enum Counted {
+    Items,
+    Properties,
+}
+
+/// Arrays (or objects) with too few or too many items (or members).
+fn negate_counts(
+    map: &Map<String, Value>,
+    ptr: &str,
+    counted: Counted,
+) -> Result<Vec<Node>, SchemaError> {
+    let (min_key, max_key) = match counted {
+        Counted::Items => ("minItems", "maxItems"),
+        Counted::Properties => ("minProperties", "maxProperties"),
+    };
+    let (min, max) = counts(map, ptr, min_key, max_key)?;
+    let mut ranges = Vec::new();
+    if min > 0 {
+        ranges.push((0, Some(min - 1)));
+    }
+    if let Some(m) = max {
+        ranges.push((m.saturating_add(1), None));
+    }
+    Ok(ranges
+        .into_iter()
+        .map(|(lo, hi)| match counted {
+            Counted::Items => Node::Arr(ArrNode {
+                min_items: lo,
+                max_items: hi,
+                ..ArrNode::any()
+            }),
+            Counted::Properties => Node::Obj(ObjNode {
+                min_props: lo,
+                max_props: hi,
+                ..ObjNode::any()
+            }),
+        })
+        .collect())
 }

@@ -29,6 +29,7 @@ impl<'a> Ctx<'a> {
         }) || map.contains_key("patternProperties");
         let (required_by_default, closed_by_default) = match self.object_defaults {
             ObjectDefaults::Strict => (true, declares),
+            ObjectDefaults::JsonSchema => (false, false),
         };
         let additional = match map.get("additionalProperties") {
             None if closed_by_default => Node::Never,
@@ -140,7 +141,7 @@ impl<'a> Ctx<'a> {
                 p.required = false;
             }
         }
-        Ok(Node::Obj(ObjNode {
+        let node = Node::Obj(ObjNode {
             props,
             additional: Box::new(additional),
             min_props,
@@ -148,7 +149,8 @@ impl<'a> Ctx<'a> {
             open_by_default: closed_by_default && !map.contains_key("additionalProperties"),
             regions,
             names,
-        }))
+        });
+        self.dependencies(map, node, ptr, depth)
     }
 
     /// Each `patternProperties` entry: the pattern, its language, its schema.
