@@ -76,7 +76,7 @@ final class Model
      * @param int $nCtx context size in tokens (>= 1, at most contextLength())
      * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
      * @param int $seed the same seed gives the same output
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
      * @throws InferenceException
      */
     public function chat(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Response {}
@@ -85,7 +85,7 @@ final class Model
      * Complete $prompt as plain text: no chat template, no reasoning split.
      *
      * @param bool $addBos add the tokens the model's tokenizer puts at the start of a sequence (BOS)
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
      * @throws InferenceException
      */
     public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}
@@ -99,7 +99,7 @@ final class Model
      * While the stream is open (not iterated to the end, cancelled or destroyed), every other call on this model
      * (chat(), raw(), another stream, close(), ...) throws InferenceException.
      *
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
      * @throws InferenceException when the stream cannot start (the errors of chat() that come before generation)
      */
     public function stream(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Stream {}
@@ -108,7 +108,7 @@ final class Model
      * Stream the plain-text completion of $prompt: the arguments of raw(), and a Stream whose pieces are keyed
      * 'text' and put together are what raw() returns.
      *
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
      * @throws InferenceException
      */
     public function rawStream(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): Stream {}
@@ -122,7 +122,7 @@ final class Model
      *
      * @param list<Prompt> $prompts a list (keys 0, 1, 2, ... in order; pass array_values() of another array)
      * @param int $nCtx the context of each prompt, as in chat(); the shared context is sized from it
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, parallel?: int} $options
      *        the options of chat(), plus parallel: how many prompts are decoded at a time (int from 1 to 256,
      *        default 32); when there are more prompts, a sequence that finishes takes the next prompt at once.
      *        cache_prompt has no effect here.
@@ -137,7 +137,7 @@ final class Model
      * raw() returns for that prompt alone.
      *
      * @param list<string> $prompts a list of strings (keys 0, 1, 2, ... in order)
-     * @param array{schema?: array|string, grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, parallel?: int} $options
      *        as for chatMany()
      * @return list<string> in the order of $prompts
      * @throws InferenceException
@@ -280,9 +280,14 @@ final class Grammar
      * The GBNF grammar the converter builds for a JSON Schema. Its start rule is `root`.
      *
      * @param array|string|object $schema the schema as a PHP array (or object from json_decode()), or as JSON text
-     * @throws InferException naming the keyword and the JSON pointer when the schema cannot be enforced exactly
+     * @param array{schema_defaults?: 'strict'|'json-schema'} $options `schema_defaults`: how an object schema that
+     *        leaves `required` or `additionalProperties` out is read. `'strict'` (default): every declared property
+     *        is written and no other key; `'json-schema'`: as a validator reads it, every property may be left out
+     *        and other keys may appear
+     * @throws InferException naming the keyword and the JSON pointer when the schema cannot be enforced exactly,
+     *         or naming the option when an option is unknown or has a wrong value
      */
-    public static function fromSchema(mixed $schema): string {}
+    public static function fromSchema(mixed $schema, array $options = []): string {}
 
     /**
      * Check a GBNF grammar without loading a model.

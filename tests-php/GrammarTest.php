@@ -40,6 +40,53 @@ final class GrammarTest extends InferTestCase
         $this->assertThrows(InferException::class, 'schema must be an array or a JSON string, got float', fn () => Grammar::fromSchema(1.5));
     }
 
+    /**
+     * Under 'json-schema' an object schema means what a validator reads in it:
+     * the same grammar as the strict reading of the schema with `required: []`
+     * and `additionalProperties: true` written out.
+     */
+    public function testJsonSchemaDefaultsReadObjectsAsAValidatorDoes(): void
+    {
+        $implicit = ['type' => 'object', 'properties' => ['a' => ['type' => 'integer'], 'b' => ['type' => 'string']]];
+        $explicit = $implicit + ['required' => [], 'additionalProperties' => true];
+        $this->assertSame(Grammar::fromSchema($explicit), Grammar::fromSchema($implicit, ['schema_defaults' => 'json-schema']));
+        $this->assertNotSame(Grammar::fromSchema($implicit), Grammar::fromSchema($implicit, ['schema_defaults' => 'json-schema']));
+        $this->assertSame(Grammar::fromSchema($implicit), Grammar::fromSchema($implicit, ['schema_defaults' => 'strict']));
+        // What is written out stays as written.
+        $closed = $implicit + ['required' => ['a'], 'additionalProperties' => false];
+        $this->assertSame(Grammar::fromSchema($closed), Grammar::fromSchema($closed, ['schema_defaults' => 'json-schema']));
+    }
+
+    /**
+     * `{"type": "object", "minProperties": 1, "properties": {"a": {}}}` with
+     * more than one key: nothing in the strict reading (only "a" may appear),
+     * satisfiable in JSON Schema's.
+     */
+    public function testJsonSchemaDefaultsAcceptWhatOnlyOtherKeysCanSatisfy(): void
+    {
+        $schema = ['type' => 'object', 'properties' => ['a' => ['const' => 1]], 'minProperties' => 2];
+        $this->assertThrows(InferException::class, 'can never be satisfied', fn () => Grammar::fromSchema($schema));
+        Grammar::check(Grammar::fromSchema($schema, ['schema_defaults' => 'json-schema']));
+        $this->addToAssertionCount(1);
+    }
+
+    /** @return array<string, array{array<mixed>, string}> */
+    public static function badFromSchemaOptions(): array
+    {
+        return [
+            'unknown option' => [['schema_default' => 'strict'], 'option "schema_default" is not a known option (known: schema_defaults)'],
+            'unknown policy' => [['schema_defaults' => 'loose'], "option \"schema_defaults\" must be one of 'strict', 'json-schema', got 'loose'"],
+            'policy of the wrong type' => [['schema_defaults' => true], "option \"schema_defaults\" must be one of 'strict', 'json-schema', got bool"],
+            'integer key' => [['strict'], 'option "0" is an integer key'],
+        ];
+    }
+
+    /** @dataProvider badFromSchemaOptions */
+    public function testFromSchemaOptionErrorsNameTheOption(array $options, string $message): void
+    {
+        $this->assertThrows(InferException::class, $message, fn () => Grammar::fromSchema(['type' => 'string'], $options));
+    }
+
     public function testCheckAcceptsValidGrammars(): void
     {
         Grammar::check('root ::= "yes" | "no"');

@@ -116,6 +116,29 @@ final class StructuredOutputTest extends InferTestCase
         $this->assertLessThan(count($seeds), $withA, 'every output had "a"');
     }
 
+    /**
+     * `schema_defaults => 'json-schema'` reads the schema as a validator
+     * does, whatever the order of the keys: "a" may be left out and other keys
+     * may appear, so an object of two or more keys exists (in the strict
+     * reading only "a" may appear, and the schema is refused).
+     *
+     * @group default-model
+     */
+    public function testJsonSchemaDefaultsApplyToTheSchemaOption(): void
+    {
+        $schema = ['type' => 'object', 'properties' => ['a' => ['const' => 1]], 'minProperties' => 2];
+        $this->assertThrows(InferenceException::class, 'can never be satisfied', fn () => self::model()->raw('{', options: ['schema' => $schema]));
+        foreach ([['schema' => $schema, 'schema_defaults' => 'json-schema'], ['schema_defaults' => 'json-schema', 'schema' => $schema]] as $options) {
+            $out = self::model()->raw('A JSON object with two keys: ', maxTokens: 64, options: $options);
+            $decoded = json_decode($out, true, flags: JSON_THROW_ON_ERROR);
+            $this->assertIsArray($decoded, $out);
+            $this->assertGreaterThanOrEqual(2, count($decoded), $out);
+            if (array_key_exists('a', $decoded)) {
+                $this->assertSame(1, $decoded['a'], $out);
+            }
+        }
+    }
+
     /** @return array<string, array{array<string, mixed>, string}> */
     public static function badConstraints(): array
     {
@@ -131,6 +154,8 @@ final class StructuredOutputTest extends InferTestCase
             'NAN in a schema' => [['schema' => ['type' => 'number', 'maximum' => NAN]], 'schema holds NAN at /maximum'],
             'grammar without root' => [['grammar' => 'answer ::= "x"'], 'invalid grammar: line 1, column 1: grammar has no "root" rule'],
             'grammar that does not parse' => [['grammar' => 'root ::= "x'], 'invalid grammar: line 1'],
+            'schema_defaults with grammar' => [['grammar' => 'root ::= "x"', 'schema_defaults' => 'json-schema'], 'option "schema_defaults" applies to "schema" and has no meaning with "grammar"'],
+            'unknown schema_defaults' => [['schema' => ['type' => 'object'], 'schema_defaults' => 'lenient'], "option \"schema_defaults\" must be one of 'strict', 'json-schema', got 'lenient'"],
             'grammar of the wrong type' => [['grammar' => ['root ::= "x"']], 'option "grammar" must be a GBNF string, got array'],
         ];
     }

@@ -7,8 +7,9 @@ use ext_php_rs::types::Zval;
 use ext_php_rs::binary::Binary;
 
 use super::convert;
+use super::convert::OptionsArg;
 use super::exceptions::{infer_exception, no_constructor};
-use super::options::schema_grammar;
+use super::options::{from_schema_defaults, schema_grammar};
 use crate::grammar::CheckedGbnf;
 
 /// Static helpers for grammars.
@@ -28,9 +29,13 @@ impl Grammar {
         ))
     }
 
-    /// The GBNF grammar the converter builds for a JSON Schema (array or JSON text).
-    pub fn from_schema(schema: &Zval) -> PhpResult<String> {
-        let gbnf = schema_grammar(schema).map_err(infer_exception)?;
+    /// The GBNF grammar the converter builds for a JSON Schema (array or JSON
+    /// text). Option `schema_defaults` (`'strict'` or `'json-schema'`) says how
+    /// objects that leave `required`/`additionalProperties` out are read.
+    #[php(defaults(options = OptionsArg::none()))]
+    pub fn from_schema(schema: &Zval, options: OptionsArg<'_>) -> PhpResult<String> {
+        let defaults = from_schema_defaults(options).map_err(|e| infer_exception(e.to_string()))?;
+        let gbnf = schema_grammar(schema, defaults).map_err(infer_exception)?;
         Ok(gbnf.as_str().to_owned())
     }
 

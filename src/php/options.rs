@@ -12,15 +12,18 @@ use crate::engine::params::{seed_from, Constraint, Pooling, MAX_THREADS};
 use crate::engine::rerank::RerankParams;
 use crate::engine::{GenerateParams, LoadParams};
 use crate::grammar::CheckedGbnf;
-use crate::schema::ConvertOptions;
+use crate::schema::{ConvertOptions, ObjectDefaults};
 
 /// The grammar for a `schema` argument (array or JSON text), or the message.
 /// An empty PHP array (`[]`) is how PHP code writes `{}`, so it stands for
 /// the empty schema.
-pub fn schema_grammar(value: &Zval) -> Result<CheckedGbnf, String> {
+/// `defaults` is the reading of objects that leave `required` or
+/// `additionalProperties` out (the `schema_defaults` option).
+pub fn schema_grammar(value: &Zval, defaults: ObjectDefaults) -> Result<CheckedGbnf, String> {
     let schema = convert::schema_value(value)?;
     let options = ConvertOptions {
         empty_array_is_schema: true,
+        object_defaults: defaults,
         ..ConvertOptions::default()
     };
     let compiled = crate::schema::compile_with(&schema, &options).map_err(|e| e.to_string())?;
@@ -50,6 +53,7 @@ pub struct LoadRequest {
 /// `raw()`, then how many prompts to decode at a time.
 pub const MANY_KEYS: &[&str] = &[
     "schema",
+    "schema_defaults",
     "grammar",
     "stop",
     "top_k",
@@ -279,18 +283,34 @@ fn apply_generate_options(
     known: &[&str],
     params: &mut GenerateParams,
 ) -> Result<(), CallError> {
-    if entries.iter().any(|(k, _)| k == "schema") && entries.iter().any(|(k, _)| k == "grammar") {
+    let has = |name: &str| entries.iter().any(|(k, _)| k == name);
+    if has("schema") && has("grammar") {
         return Err(CallError::InvalidConstraint(
             "options \"schema\" and \"grammar\" are mutually exclusive: pass one of them"
                 .to_owned(),
         ));
     }
+    if has("schema_defaults") && has("grammar") {
+        return Err(CallError::InvalidConstraint(
+            "option \"schema_defaults\" applies to \"schema\" and has no meaning with \"grammar\": leave it out"
+                .to_owned(),
+        ));
+    }
+    // Read before `schema`, whatever the order of the keys: it says how the
+    // schema is to be read.
+    let mut defaults = ObjectDefaults::default();
+    for (key, value) in &entries {
+        if key == "schema_defaults" {
+            defaults = schema_defaults(key, value)?;
+        }
+    }
     for (key, value) in entries {
         match key.as_str() {
             "schema" => {
-                let gbnf = schema_grammar(value).map_err(CallError::InvalidConstraint)?;
+                let gbnf = schema_grammar(value, defaults).map_err(CallError::InvalidConstraint)?;
                 params.constraint = Some(Constraint::Grammar(gbnf));
             }
+            "schema_defaults" => {}
             "grammar" => {
                 if convert::is_non_utf8_string(value) {
                     return Err(CallError::InvalidConstraint(
@@ -322,6 +342,31 @@ fn apply_generate_options(
         }
     }
     Ok(())
+}
+
+/// The `schema_defaults` option: the name of an [`ObjectDefaults`] policy.
+fn schema_defaults(key: &str, value: &Zval) -> Result<ObjectDefaults, Problem> {
+    let names: Vec<String> = ObjectDefaults::ALL
+        .iter()
+        .map(|(_, name)| format!("'{name}'"))
+        .collect();
+    let what = format!("one of {}", names.join(", "));
+    let name = convert::string(value).ok_or_else(|| Problem::wrong(key, &what, value))?;
+    ObjectDefaults::from_name(&name)
+        .ok_or_else(|| Problem::new(key, format!("must be {what}, got '{name}'")))
+}
+
+/// The options of `Grammar::fromSchema()`: how the schema is read.
+pub fn from_schema_defaults(options: OptionsArg<'_>) -> Result<ObjectDefaults, CallError> {
+    const KEYS: &[&str] = &["schema_defaults"];
+    let mut defaults = ObjectDefaults::default();
+    for (key, value) in options.entries(|i| Problem::integer_key(i, KEYS))? {
+        match key.as_str() {
+            "schema_defaults" => defaults = schema_defaults(&key, value)?,
+            _ => return Err(Problem::unknown(&key, KEYS).into()),
+        }
+    }
+    Ok(defaults)
 }
 
 fn int_in<T: TryFrom<i64>>(key: &str, value: &Zval, min: i64, what: &str) -> Result<T, Problem> {
