@@ -113,6 +113,19 @@ fn each_bad_schema_gets_a_precise_message() {
             "recurses with no base case",
         ),
         (
+            // Two keys both matching ^x: the grammar cannot tell them apart.
+            json!({"type": "object", "patternProperties": {"^x": {}}, "minProperties": 2}),
+            "the converter cannot write a grammar for this schema: an object needing 2 keys besides its declared properties",
+        ),
+        (
+            // 20,000 optional properties: refused for its size, without
+            // exhausting the stack on the way.
+            json!({"type": "object", "required": [], "properties": (0..20_000)
+                .map(|i| (format!("property_number_{i:05}"), json!({"type": "integer"})))
+                .collect::<serde_json::Map<String, Value>>()}),
+            "more than the limit of 1048576 bytes a grammar may have",
+        ),
+        (
             json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
             "oneOf branches 0 and 1 are not provably exclusive",
         ),

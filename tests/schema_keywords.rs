@@ -363,6 +363,28 @@ fn cases() -> Vec<Case> {
             vec![json!({"bar": 2, "foo": "baz"})],
             vec![json!({"foo": "baz"}), json!({"bar": 2})],
         ),
+        case(
+            "minProperties beyond the declared properties: keys told apart",
+            json!({"type": "object", "minProperties": 2, "maxProperties": 3}),
+            vec![
+                json!({"a": 1, "bb": 2}),
+                json!({"x": null, "yy": [], "zzz": {}}),
+            ],
+            vec![
+                json!({}),
+                json!({"a": 1}),
+                json!({"a": 1, "bb": 2, "c": 3, "d": 4}),
+            ],
+        ),
+        json_schema_case(
+            "minProperties with declared properties, other keys open",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 3}),
+            vec![
+                json!({"a": 1, "b": 2, "cc": 3}),
+                json!({"b": "x", "cc": 2, "ddd": 3}),
+            ],
+            vec![json!({"a": 1, "b": 2}), json!({"a": "1", "b": 2, "cc": 3})],
+        ),
         json_schema_case(
             "JSON Schema defaults: properties optional, other keys open",
             json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}),

@@ -34,7 +34,7 @@ pub fn emit(
     defs: &Defs,
     productive: &Productive,
     layout: &Layout,
-) -> Result<String, String> {
+) -> Result<String, EmitError> {
     let mut e = Emitter {
         defs,
         layout,
@@ -47,13 +47,18 @@ pub fn emit(
         hoisted: HashMap::new(),
         strings: HashMap::new(),
         empty_range: None,
+        limitation: None,
     };
-    let root_expr = match e.expr(root, "root")? {
+    let root_expr = match e.expr(root, "root").map_err(EmitError::CannotWrite)? {
         Some(x) => x,
         None => {
-            return Err(e
-                .empty_range
-                .unwrap_or_else(|| "the schema matches no value".to_owned()))
+            return Err(match e.limitation {
+                Some(why) => EmitError::CannotWrite(why),
+                None => EmitError::Unsatisfiable(
+                    e.empty_range
+                        .unwrap_or_else(|| "the schema matches no value".to_owned()),
+                ),
+            })
         }
     };
     e.define("root".to_owned(), root_expr);
@@ -63,12 +68,14 @@ pub fn emit(
             .get(id)
             .cloned()
             .flatten()
-            .ok_or("internal: unnamed $ref rule")?;
-        let node = defs.get(id).ok_or("internal: $ref target missing")?;
-        let Some(expr) = e.expr(node, &name)? else {
-            return Err(e
-                .empty_range
-                .unwrap_or_else(|| "internal: unproductive $ref emitted".to_owned()));
+            .ok_or_else(|| EmitError::CannotWrite("internal: unnamed $ref rule".to_owned()))?;
+        let node = defs
+            .get(id)
+            .ok_or_else(|| EmitError::CannotWrite("internal: $ref target missing".to_owned()))?;
+        let Some(expr) = e.expr(node, &name).map_err(EmitError::CannotWrite)? else {
+            return Err(EmitError::CannotWrite(e.limitation.unwrap_or_else(|| {
+                "internal: a $ref that can produce a value was written as none".to_owned()
+            })));
         };
         e.define(name, expr);
     }
@@ -118,6 +125,18 @@ struct Emitter<'a> {
     /// Why the first numeric range that matched nothing did: a union drops
     /// such a branch, and a schema left with nothing reports it.
     empty_range: Option<String>,
+    /// The first part of the schema left out because the converter cannot
+    /// write it (not because nothing matches it).
+    limitation: Option<String>,
+}
+
+/// Why no grammar was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmitError {
+    /// No value matches the schema.
+    Unsatisfiable(String),
+    /// Values match, but the converter cannot write a grammar for them.
+    CannotWrite(String),
 }
 
 impl Emitter<'_> {
@@ -361,6 +380,41 @@ impl Emitter<'_> {
         )
     }
 
+    /// `count` members of undeclared keys under `additional`'s schema whose
+    /// keys differ from each other (each of its own length) and from the
+    /// declared names; empty when they cannot be written.
+    fn distinct_members(
+        &mut self,
+        o: &ObjNode,
+        count: u64,
+        hint: &str,
+    ) -> Result<Vec<Expr>, String> {
+        if count > MAX_DISTINCT_KEYS {
+            return Ok(Vec::new());
+        }
+        let Some(value) = self.expr(&o.additional, &format!("{hint}-additional"))? else {
+            return Ok(Vec::new());
+        };
+        let undeclared = Re::one_of(o.props.iter().map(|p| p.name.as_str())).complement();
+        let dfa = lang::automaton(&undeclared).map_err(|e| e.to_string())?;
+        let mut members = Vec::new();
+        // Declared names are finitely many: past the longest, every length
+        // has keys, so this ends within `count` lengths of it. The empty key
+        // is valid JSON but not what anyone writes: lengths start at 1.
+        let mut length = 1;
+        while (members.len() as u64) < count {
+            if let Some(key) = self.automaton(&dfa, length, Some(length), &format!("{hint}-key"))? {
+                members.push(Expr::seq([
+                    quoted(key),
+                    Expr::lit(self.layout.key_separator.as_str()),
+                    value.clone(),
+                ]));
+            }
+            length += 1;
+        }
+        Ok(members)
+    }
+
     /// Members of undeclared keys when patterns or `propertyNames` decide
     /// them: for each key region its keys (without the declared names) and
     /// its schema, then the remaining keys under `additional`'s.
@@ -524,10 +578,17 @@ impl Emitter<'_> {
                 None => {}
             }
         }
-        let additional = if o.has_key_languages() {
-            self.key_regions(o, hint)?
+        let (additional, distinct) = if o.has_key_languages() {
+            (self.key_regions(o, hint)?, Vec::new())
         } else {
-            self.additional_members(o, hint)?
+            let additional = self.additional_members(o, hint)?;
+            // Additional keys may repeat, so an object that needs two or
+            // more of them gets that many of distinct lengths first.
+            let distinct = match &additional {
+                Some(_) if o.min_props >= 2 => self.distinct_members(o, o.min_props, hint)?,
+                _ => Vec::new(),
+            };
+            (additional, distinct)
         };
         let name = self.fresh(hint);
         let machine = ObjectMachine {
@@ -535,6 +596,7 @@ impl Emitter<'_> {
             sep: self.layout.item_separator.clone(),
             members,
             additional,
+            distinct,
             min: o.min_props,
             max: o.max_props,
         };
@@ -553,6 +615,10 @@ impl Emitter<'_> {
 fn quoted(content: Expr) -> Expr {
     Expr::seq([Expr::lit("\""), content, Expr::lit("\"")])
 }
+
+/// Most additional keys of distinct lengths an object is written with
+/// (`minProperties` beyond its declared properties).
+const MAX_DISTINCT_KEYS: u64 = 256;
 
 /// The rule that holds every escape sequence of a JSON string.
 const ESCAPE_RULE: &str = "char-escape";
@@ -636,6 +702,9 @@ struct ObjectMachine {
     sep: String,
     members: Vec<Member>,
     additional: Option<Expr>,
+    /// Members of additional keys that differ from each other, for an
+    /// object that needs several of them (`min` beyond the declared ones).
+    distinct: Vec<Expr>,
     min: u64,
     max: Option<u64>,
 }
@@ -666,74 +735,131 @@ impl ObjectMachine {
             }
             return Some(Expr::seq(parts));
         }
-        let mut memo: HashMap<(usize, u64), Option<String>> = HashMap::new();
-        self.state(e, 0, 0, &mut memo).map(Expr::rule)
+        self.states(e).map(Expr::rule)
     }
 
-    /// The rule for state `(i, c)`, or `None` when no valid completion exists.
-    fn state(
-        &self,
-        e: &mut Emitter<'_>,
-        i: usize,
-        c: u64,
-        memo: &mut HashMap<(usize, u64), Option<String>>,
-    ) -> Option<String> {
-        if let Some(done) = memo.get(&(i, c)) {
-            return done.clone();
-        }
-        // Reserve the slot (states only go forward, so there are no cycles).
-        let expr = if i == self.members.len() {
-            self.tail(c)
+    /// The count after writing a member with `c` written before.
+    fn next_count(&self, c: u64) -> u64 {
+        if self.max.is_some() {
+            c + 1
         } else {
-            let m = &self.members[i];
-            let sep = if c == 0 { "" } else { self.sep.as_str() };
-            let next_c = if self.max.is_some() {
-                c + 1
-            } else {
-                (c + 1).min(self.cap())
-            };
-            let take = if self.max.is_none_or(|mx| c < mx) {
-                self.state(e, i + 1, next_c, memo)
-                    .map(|rest| Expr::seq([Expr::lit(sep), m.text.clone(), Expr::rule(rest)]))
-            } else {
-                None
-            };
-            let skip = if m.required {
-                None
-            } else {
-                self.state(e, i + 1, c, memo).map(Expr::rule)
-            };
-            match (take, skip) {
-                (Some(t), Some(s)) => Some(Expr::alt([t, s])),
-                (Some(x), None) | (None, Some(x)) => Some(x),
-                (None, None) => None,
+            (c + 1).min(self.cap())
+        }
+    }
+
+    /// The rules of the states `(i, c)` reachable from `(0, 0)`, built from
+    /// the last member back (iteratively: an object may have tens of
+    /// thousands of properties); the rule of `(0, 0)`, or `None` when no
+    /// valid completion exists.
+    fn states(&self, e: &mut Emitter<'_>) -> Option<String> {
+        let n = self.members.len();
+        // Counts reachable before each member, in increasing order.
+        let mut reach: Vec<Vec<u64>> = Vec::with_capacity(n + 1);
+        reach.push(vec![0]);
+        for (i, m) in self.members.iter().enumerate() {
+            let mut next: Vec<u64> = Vec::new();
+            for &c in &reach[i] {
+                if self.max.is_none_or(|mx| c < mx) {
+                    next.push(self.next_count(c));
+                }
+                if !m.required {
+                    next.push(c);
+                }
             }
-        };
-        let name = expr.map(|x| {
-            let name = e.fresh(&format!("{}-{}-{}", self.name, i, c));
-            e.define(name.clone(), x);
-            name
-        });
-        memo.insert((i, c), name.clone());
-        name
+            next.sort_unstable();
+            next.dedup();
+            reach.push(next);
+        }
+        // The rule of each reachable count after member i, for i = n down to 0.
+        let mut after: HashMap<u64, Option<String>> = HashMap::new();
+        for i in (0..=n).rev() {
+            let mut here: HashMap<u64, Option<String>> = HashMap::with_capacity(reach[i].len());
+            for &c in &reach[i] {
+                let expr = if i == n {
+                    self.tail_or_note(e, c)
+                } else {
+                    let m = &self.members[i];
+                    let sep = if c == 0 { "" } else { self.sep.as_str() };
+                    let take = if self.max.is_none_or(|mx| c < mx) {
+                        after
+                            .get(&self.next_count(c))
+                            .cloned()
+                            .flatten()
+                            .map(|rest| {
+                                Expr::seq([Expr::lit(sep), m.text.clone(), Expr::rule(rest)])
+                            })
+                    } else {
+                        None
+                    };
+                    let skip = if m.required {
+                        None
+                    } else {
+                        after.get(&c).cloned().flatten().map(Expr::rule)
+                    };
+                    match (take, skip) {
+                        (Some(t), Some(s)) => Some(Expr::alt([t, s])),
+                        (Some(x), None) | (None, Some(x)) => Some(x),
+                        (None, None) => None,
+                    }
+                };
+                let name = expr.map(|x| {
+                    let name = e.fresh(&format!("{}-{}-{}", self.name, i, c));
+                    e.define(name.clone(), x);
+                    name
+                });
+                here.insert(c, name);
+            }
+            after = here;
+        }
+        after.get(&0).cloned().flatten()
+    }
+
+    /// [`Self::tail`], noting why in `e` when keys that cannot be told
+    /// apart are all that is missing.
+    fn tail_or_note(&self, e: &mut Emitter<'_>, c: u64) -> Option<Expr> {
+        let tail = self.tail(c);
+        let need = self.min.saturating_sub(c);
+        let room = self.max.is_none_or(|m| m - c.min(m) >= need);
+        if tail.is_none() && need >= 2 && self.additional.is_some() && room {
+            e.limitation.get_or_insert_with(|| {
+                format!(
+                    "an object needing {need} keys besides its declared properties, \
+                     where patternProperties or propertyNames decide the keys (or more than \
+                     {MAX_DISTINCT_KEYS}): such keys are not told apart"
+                )
+            });
+        }
+        tail
     }
 
     /// Additional members after the declared ones, given `c` written so far.
-    /// Additional keys may repeat, so they count at most once toward `min`.
+    /// Additional keys may repeat, so they count at most once toward `min`,
+    /// except the `distinct` ones, written first when two or more are needed.
     fn tail(&self, c: u64) -> Option<Expr> {
         let room = self.max.map(|m| m.saturating_sub(c));
         let need = self.min.saturating_sub(c);
-        if need >= 2 {
-            return None;
-        }
         let Some(kv) = &self.additional else {
             return (need == 0).then(Expr::empty);
         };
-        if room == Some(0) {
+        if room.is_some_and(|r| r < need.max(1)) {
             return (need == 0).then(Expr::empty);
         }
         let first_sep = if c == 0 { "" } else { self.sep.as_str() };
         let more = Expr::seq([Expr::lit(self.sep.as_str()), kv.clone()]);
+        if need >= 2 {
+            let forced = self.distinct.get(..usize::try_from(need).ok()?)?;
+            let mut parts = Vec::with_capacity(forced.len() * 2 + 1);
+            for (i, member) in forced.iter().enumerate() {
+                parts.push(Expr::lit(if i == 0 {
+                    first_sep
+                } else {
+                    self.sep.as_str()
+                }));
+                parts.push(member.clone());
+            }
+            parts.push(repeat(more, 0, room.map(|r| r - need)));
+            return Some(Expr::seq(parts));
+        }
         let more_max = room.map(|r| r.saturating_sub(1));
         let some = Expr::seq([Expr::lit(first_sep), kv.clone(), repeat(more, 0, more_max)]);
         Some(if need == 1 { some } else { some.opt() })

@@ -122,6 +122,10 @@ pub enum ErrorKind {
     TooComplex { limit: usize },
     #[error("schema can never be satisfied: {reason}")]
     Unsatisfiable { reason: String },
+    #[error("the converter cannot write a grammar for this schema: {reason}")]
+    CannotWrite { reason: String },
+    #[error("the grammar for this schema would be {bytes} bytes, more than the limit of {limit} bytes a grammar may have (open objects and optional properties weigh most)")]
+    GrammarTooLarge { bytes: usize, limit: usize },
     /// A converter bug: what it built fails the GBNF checker, so it is not
     /// handed to llama.cpp.
     #[error("the grammar built for this schema fails the GBNF checker ({reason}); please report the schema")]

@@ -23,6 +23,7 @@ pub mod strings;
 
 use serde_json::Value;
 
+use crate::grammar::check::MAX_GRAMMAR_BYTES;
 use crate::grammar::CheckedGbnf;
 
 pub use error::{ErrorKind, SchemaError};
@@ -73,8 +74,25 @@ pub fn compile_with(schema: &Value, options: &ConvertOptions) -> Result<Compiled
             },
         ));
     }
-    let gbnf = emit::emit(&parsed.root, &parsed.defs, &productive, &options.layout)
-        .map_err(|reason| SchemaError::new("", ErrorKind::Unsatisfiable { reason }))?;
+    let gbnf =
+        emit::emit(&parsed.root, &parsed.defs, &productive, &options.layout).map_err(|e| {
+            SchemaError::new(
+                "",
+                match e {
+                    emit::EmitError::Unsatisfiable(reason) => ErrorKind::Unsatisfiable { reason },
+                    emit::EmitError::CannotWrite(reason) => ErrorKind::CannotWrite { reason },
+                },
+            )
+        })?;
+    if gbnf.len() > MAX_GRAMMAR_BYTES {
+        return Err(SchemaError::new(
+            "",
+            ErrorKind::GrammarTooLarge {
+                bytes: gbnf.len(),
+                limit: MAX_GRAMMAR_BYTES,
+            },
+        ));
+    }
     let gbnf = CheckedGbnf::new(gbnf).map_err(|e| {
         SchemaError::new(
             "",
