@@ -357,6 +357,21 @@ fn cases() -> Vec<Case> {
             vec![json!({"a": "x"}), json!({"a": 1})],
         ),
         case(
+            "not oneOf: values matching none of the branches or two at once",
+            json!({"allOf": [{"enum": [{"bar": 2, "foo": "baz"}, {"bar": 2}, {"q": 1}]},
+                             {"not": {"oneOf": [{"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+                                                {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}]}}]}),
+            vec![json!({"bar": 2, "foo": "baz"}), json!({"q": 1})],
+            vec![json!({"bar": 2})],
+        ),
+        case(
+            "a keyword beside a $ref constrains its own kind only",
+            json!({"$defs": {"cmd": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
+                   "minLength": 1, "oneOf": [{"$ref": "#/$defs/cmd"}]}),
+            vec![json!({"path": "make"})],
+            vec![json!(""), json!({})],
+        ),
+        case(
             "not not: the inner schema read as a validator reads it",
             json!({"allOf": [{"enum": [{"bar": 2, "foo": "baz"}, {"foo": "baz"}]},
                              {"not": {"not": {"properties": {"bar": {"type": "integer"}}, "required": ["bar"]}}}]}),

@@ -60,6 +60,7 @@ pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, Sc
         object_defaults: options.object_defaults,
         lenient_negation: false,
         negated_refs: Vec::new(),
+        infer_types: true,
     };
     let root = ctx.schema(schema, "", 0)?;
     if root == Node::Never {
@@ -90,6 +91,10 @@ struct Ctx<'a> {
     lenient_negation: bool,
     /// `$ref` pointers whose complement is being written (a cycle stops).
     negated_refs: Vec<String>,
+    /// Whether a schema without `type` takes the kinds its keywords imply
+    /// (`{"minimum": 1}` writes numbers): off where a subschema is read as
+    /// a test of the value (`if`, `not: {not: …}`), as a validator reads it.
+    infer_types: bool,
 }
 
 fn err(ptr: &str, kind: ErrorKind) -> SchemaError {
@@ -250,9 +255,9 @@ impl<'a> Ctx<'a> {
 
     /// `if`/`then`/`else` as the union of its two cases: values matching
     /// `if` and `then`, and values matching `not if` and `else`. The first
-    /// `if` is read with JSON Schema's own object defaults (as a test, a
-    /// property it names is not required of the value); both are subsets
-    /// of their cases, so the union is a subset of the schema.
+    /// `if` is read as a test ([`Ctx::as_test`]: a property it names is not
+    /// required of the value); both are subsets of their cases, so the
+    /// union is a subset of the schema.
     fn conditional(
         &mut self,
         map: &'a Map<String, Value>,
@@ -260,10 +265,7 @@ impl<'a> Ctx<'a> {
         ptr: &str,
         depth: usize,
     ) -> Result<Node, SchemaError> {
-        let policy = std::mem::replace(&mut self.object_defaults, ObjectDefaults::JsonSchema);
-        let holds = self.schema(condition, &format!("{ptr}/if"), depth + 1);
-        self.object_defaults = policy;
-        let holds = holds?;
+        let holds = self.as_test(condition, &format!("{ptr}/if"), depth + 1)?;
         let fails = self.negation(condition, &format!("{ptr}/if"), depth + 1)?;
         let mut cases = Vec::with_capacity(2);
         for (keyword, case) in [("then", holds), ("else", fails)] {
@@ -276,6 +278,18 @@ impl<'a> Ctx<'a> {
         Ok(any_of(
             cases.into_iter().filter(|n| *n != Node::Never).collect(),
         ))
+    }
+
+    /// `value` read as a test of a value, the way a validator reads it:
+    /// JSON Schema's object defaults, and no kinds implied by keywords.
+    /// The grammar of the result is a subset of the values that pass.
+    fn as_test(&mut self, value: &'a Value, ptr: &str, depth: usize) -> Result<Node, SchemaError> {
+        let policy = std::mem::replace(&mut self.object_defaults, ObjectDefaults::JsonSchema);
+        let infer = std::mem::replace(&mut self.infer_types, false);
+        let node = self.schema(value, ptr, depth);
+        self.object_defaults = policy;
+        self.infer_types = infer;
+        node
     }
 
     fn merge(&self, a: &Node, b: &Node, ptr: &str, keyword: &str) -> Result<Node, SchemaError> {

@@ -16,8 +16,10 @@ use crate::schema::error::{ErrorKind, SchemaError};
 use crate::schema::ir::{self, any_of, ArrNode, Node, ObjNode, Prop, StrNode};
 use crate::schema::keywords::{self, Class};
 use crate::schema::kinds::Kinds;
-use crate::schema::options::ObjectDefaults;
 use crate::schema::range::NumRange;
+
+/// Most `oneOf` branches whose pairwise meets a complement lists.
+const MAX_PAIRED_BRANCHES: usize = 8;
 
 /// What `not` can be written around, for the error message.
 const FORMS: &str = "is only supported around schemas made of \"type\", \"enum\", \"const\", \
@@ -85,13 +87,7 @@ impl<'a> Ctx<'a> {
                 }
                 // not not X = X, read as a validator reads it (a test of the
                 // value, like `if`); the grammar of X is a subset of X.
-                "not" => {
-                    let policy =
-                        std::mem::replace(&mut self.object_defaults, ObjectDefaults::JsonSchema);
-                    let node = self.schema(&map["not"], &format!("{ptr}/not"), depth + 1);
-                    self.object_defaults = policy;
-                    branches.push(node?);
-                }
+                "not" => branches.push(self.as_test(&map["not"], &format!("{ptr}/not"), depth + 1)?),
                 // not (A or B) = not A and not B.
                 "anyOf" => {
                     let Value::Array(items) = &map["anyOf"] else {
@@ -113,7 +109,7 @@ impl<'a> Ctx<'a> {
                         branches.push(self.negation(item, &format!("{ptr}/allOf/{i}"), depth + 1)?);
                     }
                 }
-                // not (exactly one of A, B) holds at least where none does.
+                // not (exactly one of A, B, …): none of them, or two at once.
                 "oneOf" => {
                     let Value::Array(items) = &map["oneOf"] else {
                         return Err(wrong(ptr, "oneOf", "a non-empty array of schemas"));
@@ -124,6 +120,9 @@ impl<'a> Ctx<'a> {
                         node = self.merge(&node, &n, ptr, "not")?;
                     }
                     branches.push(node);
+                    if items.len() <= MAX_PAIRED_BRANCHES {
+                        branches.extend(self.pairs_matched(items, ptr, depth)?);
+                    }
                 }
                 "$ref" => {
                     if let Some(node) = self.negated_ref(map, ptr, depth)? {
@@ -211,6 +210,31 @@ impl<'a> Ctx<'a> {
             }
         }
         Ok(branches)
+    }
+
+    /// Values matching two of the `oneOf` branches `items` at once (each
+    /// read as a test); a pair whose meet cannot be written is left out.
+    fn pairs_matched(
+        &mut self,
+        items: &'a [Value],
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Node>, SchemaError> {
+        let mut tests = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            tests.push(self.as_test(item, &format!("{ptr}/oneOf/{i}"), depth + 1)?);
+        }
+        let mut out = Vec::new();
+        for (i, a) in tests.iter().enumerate() {
+            for b in &tests[i + 1..] {
+                if let Ok(both) = ir::intersect(a, b, &self.defs) {
+                    if both != Node::Never {
+                        out.push(both);
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The complement of the schema a `$ref` points to; `None` where it is

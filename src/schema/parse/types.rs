@@ -9,6 +9,9 @@ use crate::schema::ir::{any_of, Node};
 use crate::schema::keywords;
 use crate::schema::kinds::Kinds;
 
+/// Keywords that decide the kinds of a value themselves.
+const DECIDING: &[&str] = &["$ref", "allOf", "anyOf", "oneOf", "enum", "const"];
+
 impl<'a> Ctx<'a> {
     /// The kinds `type` allows (inferred from the type-specific keywords when
     /// it is absent), and whether it leaves every value allowed by being
@@ -44,6 +47,14 @@ impl<'a> Ctx<'a> {
                 Ok((kinds, kinds == Kinds::ALL && integer_named))
             }
             Some(_) => Err(wrong(ptr, "type", "a type name or an array of type names")),
+            // Read as a test, a keyword constrains its own kind and lets
+            // every other kind through.
+            None if !self.infer_types => Ok((Kinds::ALL, true)),
+            // Where a sibling decides the kinds (`{"minLength": 1, "$ref":
+            // …}` pointing to an object schema), a keyword constrains its
+            // own kind only, as JSON Schema says: implying a kind from it
+            // could contradict the sibling.
+            None if DECIDING.iter().any(|k| map.contains_key(*k)) => Ok((Kinds::ALL, true)),
             None => {
                 let has = |list: &[&str]| list.iter().any(|k| map.contains_key(*k));
                 let mut kinds = Kinds::NONE;
