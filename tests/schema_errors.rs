@@ -126,6 +126,11 @@ fn each_bad_schema_gets_a_precise_message() {
             "more than the limit of 1048576 bytes a grammar may have",
         ),
         (
+            // 1.5 is valid, but "not integer" is written as no number at all.
+            json!({"allOf": [{"enum": [1.5]}, {"not": {"type": "integer"}}]}),
+            "the converter cannot write a grammar for this schema: no value is left: numbers that are not integers cannot be written apart from integers",
+        ),
+        (
             json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
             "oneOf branches 0 and 1 are not provably exclusive",
         ),

@@ -365,6 +365,36 @@ fn cases() -> Vec<Case> {
             vec![json!({"bar": 2})],
         ),
         case(
+            "a pattern's schema is a test of a declared property's value",
+            json!({"type": "object", "properties": {"version": {"type": "number"}}, "required": ["version"],
+                   "additionalProperties": false,
+                   "patternProperties": {"^.+$": {"properties": {"init": {"type": "object"}}}}}),
+            vec![
+                json!({"version": 0.1}),
+                json!({"version": 1, "dev": {"init": {}}}),
+            ],
+            vec![
+                json!({"version": "x"}),
+                json!({"dev": {}}),
+                json!({"version": 1, "dev": {"init": 1}}),
+            ],
+        ),
+        case(
+            "maxProperties below the properties the strict reading would write",
+            json!({"type": "object", "minProperties": 2, "maxProperties": 2, "additionalProperties": false,
+                   "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {"type": "boolean"}}}),
+            vec![
+                json!({"a": 1, "b": "x"}),
+                json!({"a": 1, "c": true}),
+                json!({"b": "x", "c": false}),
+            ],
+            vec![
+                json!({"a": 1}),
+                json!({"a": 1, "b": "x", "c": true}),
+                json!({"a": 1, "d": 2}),
+            ],
+        ),
+        case(
             "a keyword beside a $ref constrains its own kind only",
             json!({"$defs": {"cmd": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
                    "minLength": 1, "oneOf": [{"$ref": "#/$defs/cmd"}]}),

@@ -61,9 +61,18 @@ pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, Sc
         lenient_negation: false,
         negated_refs: Vec::new(),
         infer_types: true,
+        approximated: None,
     };
     let root = ctx.schema(schema, "", 0)?;
     if root == Node::Never {
+        if let Some(reason) = ctx.approximated {
+            return Err(SchemaError::new(
+                "",
+                ErrorKind::CannotWrite {
+                    reason: format!("no value is left: {reason}"),
+                },
+            ));
+        }
         return Err(SchemaError::new(
             "",
             ErrorKind::Unsatisfiable {
@@ -95,6 +104,10 @@ struct Ctx<'a> {
     /// (`{"minimum": 1}` writes numbers): off where a subschema is read as
     /// a test of the value (`if`, `not: {not: …}`), as a validator reads it.
     infer_types: bool,
+    /// The first place a subset of what the schema allows was written for
+    /// want of an exact grammar: a schema left with no value says so,
+    /// rather than that nothing satisfies it.
+    approximated: Option<String>,
 }
 
 fn err(ptr: &str, kind: ErrorKind) -> SchemaError {

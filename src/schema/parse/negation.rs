@@ -61,7 +61,15 @@ impl<'a> Ctx<'a> {
         let mut string = false;
         for &key in &keys {
             match key {
-                "type" => branches.push(negate_type(map, ptr)?),
+                "type" => {
+                    let (node, excluded) = negate_type(map, ptr)?;
+                    if excluded.intersects(Kinds::INT) && !excluded.intersects(Kinds::FRAC) {
+                        self.approximated.get_or_insert_with(|| {
+                            format!("numbers that are not integers cannot be written apart from integers, so \"not\" of \"integer\" at {} leaves every number out", if ptr.is_empty() { "the root" } else { ptr })
+                        });
+                    }
+                    branches.push(node);
+                }
                 "enum" => {
                     let Some(Value::Array(values)) = map.get("enum") else {
                         return Err(wrong(ptr, "enum", "an array"));
@@ -268,7 +276,7 @@ impl<'a> Ctx<'a> {
 
 /// Values of none of the types named (integers excluded exclude every
 /// number: non-integer numbers cannot be written apart from integers).
-fn negate_type(map: &Map<String, Value>, ptr: &str) -> Result<Node, SchemaError> {
+fn negate_type(map: &Map<String, Value>, ptr: &str) -> Result<(Node, Kinds), SchemaError> {
     let names: Vec<&str> = match map.get("type") {
         Some(Value::String(s)) => vec![s.as_str()],
         Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
@@ -278,7 +286,7 @@ fn negate_type(map: &Map<String, Value>, ptr: &str) -> Result<Node, SchemaError>
     for name in names {
         excluded |= type_kinds(name, ptr)?;
     }
-    Ok(ir::all_kinds_except(excluded))
+    Ok((ir::all_kinds_except(excluded), excluded))
 }
 
 /// Objects lacking one of the required keys.

@@ -106,6 +106,7 @@ impl<'a> Ctx<'a> {
             }
         }
         let patterns = self.pattern_properties(map, ptr, depth)?;
+        let mut tests: Vec<Option<Node>> = vec![None; patterns.len()];
         let names = self.property_names(map, ptr, depth)?;
         // A declared or required key takes the schemas of the patterns it
         // matches too; one that propertyNames refuses is forbidden.
@@ -119,10 +120,26 @@ impl<'a> Ctx<'a> {
                 .and_then(Value::as_object)
                 .is_some_and(|d| d.contains_key(&p.name));
             let mut matched = false;
-            for (_, lang, node) in &patterns {
+            for (k, (_, lang, node, raw)) in patterns.iter().enumerate() {
                 if lang.dfa.matches(&p.name) {
                     p.node = if declared || matched {
-                        self.merge(&p.node, node, ptr, "patternProperties")?
+                        // The property has its shape already: the pattern's
+                        // schema is a test of its value, read as a validator
+                        // reads it (`{"properties": …}` does not make a number
+                        // an object).
+                        let test = match &tests[k] {
+                            Some(t) => t.clone(),
+                            None => {
+                                let at = format!(
+                                    "{ptr}/patternProperties/{}",
+                                    escape_pointer(&patterns[k].0)
+                                );
+                                let t = self.as_test(raw, &at, depth + 1)?;
+                                tests[k] = Some(t.clone());
+                                t
+                            }
+                        };
+                        self.merge(&p.node, &test, ptr, "patternProperties")?
                     } else {
                         node.clone()
                     };
@@ -130,6 +147,10 @@ impl<'a> Ctx<'a> {
                 }
             }
         }
+        let patterns: Vec<(String, KeyLang, Node)> = patterns
+            .into_iter()
+            .map(|(pattern, lang, node, _)| (pattern, lang, node))
+            .collect();
         let regions = self.regions(&patterns, names.as_ref(), ptr)?;
         // A property no value can satisfy is forbidden; the object is
         // unsatisfiable only if `required` asks for it explicitly.
@@ -138,6 +159,15 @@ impl<'a> Ctx<'a> {
                 if !p.implicit {
                     return Ok(Node::Never);
                 }
+                p.required = false;
+            }
+        }
+        // More properties required by the strict reading than
+        // `maxProperties` allows: the implicit ones become optional (as
+        // JSON Schema has them), so that any allowed number is written.
+        let required = props.iter().filter(|p| p.required).count() as u64;
+        if max_props.is_some_and(|m| required > m) {
+            for p in props.iter_mut().filter(|p| p.implicit) {
                 p.required = false;
             }
         }
@@ -153,13 +183,14 @@ impl<'a> Ctx<'a> {
         self.dependencies(map, node, ptr, depth)
     }
 
-    /// Each `patternProperties` entry: the pattern, its language, its schema.
+    /// Each `patternProperties` entry: the pattern, its language, its schema
+    /// (and the schema as written).
     fn pattern_properties(
         &mut self,
         map: &'a Map<String, Value>,
         ptr: &str,
         depth: usize,
-    ) -> Result<Vec<(String, KeyLang, Node)>, SchemaError> {
+    ) -> Result<Vec<(String, KeyLang, Node, &'a Value)>, SchemaError> {
         let Some(v) = map.get("patternProperties") else {
             return Ok(Vec::new());
         };
@@ -181,7 +212,7 @@ impl<'a> Ctx<'a> {
             let lang =
                 KeyLang::new(re).map_err(|e| invalid(&at, "patternProperties", e.to_string()))?;
             let node = self.schema(s, &at, depth + 1)?;
-            out.push((pattern.clone(), lang, node));
+            out.push((pattern.clone(), lang, node, s));
         }
         Ok(out)
     }
