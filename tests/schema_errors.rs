@@ -17,7 +17,7 @@ fn error_of(schema: Value) -> String {
 #[test]
 fn each_bad_schema_gets_a_precise_message() {
     let cases: Vec<(Value, &str)> = vec![
-        (json!({"type": "object", "properties": {"tags": {"uniqueItems": true}}}), "unsupported keyword \"uniqueItems\" at /properties/tags (supported: type, not, enum,"),
+        (json!({"type": "object", "properties": {"tags": {"contains": {}}}}), "unsupported keyword \"contains\" at /properties/tags (supported: type, not, enum,"),
         (json!({"type": "object", "properties": {"tags": {"not": {"properties": {"a": {}}, "additionalProperties": false}}}}), "keyword \"not\" is only supported around schemas made of \"type\", \"enum\", \"const\", \"required\", numeric bounds, \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \"minProperties\"/\"maxProperties\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") and \"not\"/\"anyOf\"/\"allOf\" of such schemas at /properties/tags/not"),
         (json!({"type": "string", "not": {"format": "date"}}), "keyword \"not\" cannot exclude a \"format\": the converter writes a subset of each format, so its complement would let values of the format through at /not"),
         (json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}, "f": {}, "g": {}}, "required": [], "dependentRequired": {"a": ["h"], "b": ["h"], "c": ["h"], "d": ["h"], "e": ["h"], "f": ["h"], "g": ["h"]}}), "\"dependentRequired\" splitting the object into 128 cases exceeds the limit 64 that a grammar can enforce at the root (#)"),
@@ -28,8 +28,8 @@ fn each_bad_schema_gets_a_precise_message() {
             "unknown keyword \"minLenght\" at the root (#) (did you mean \"minLength\"?)",
         ),
         (
-            json!({"type": "array", "uniqueItems": true}),
-            "unsupported keyword \"uniqueItems\" at the root (#) (supported: ",
+            json!({"type": "array", "minContains": 2}),
+            "unsupported keyword \"minContains\" at the root (#) (supported: ",
         ),
         (json!({"type": "strin"}), "unknown type \"strin\""),
         (
@@ -131,6 +131,18 @@ fn each_bad_schema_gets_a_precise_message() {
             "the converter cannot write a grammar for this schema: no value is left: numbers that are not integers cannot be written apart from integers",
         ),
         (
+            json!({"type": "array", "items": {"type": "string"}, "uniqueItems": true}),
+            "keyword \"uniqueItems\" can only be enforced when every item comes from a finite set of at most 64 values",
+        ),
+        (
+            json!({"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 64}, "uniqueItems": true}),
+            "\"uniqueItems\" more than 20000 arrays of distinct items exceeds the limit 20000",
+        ),
+        (
+            json!({"type": "array", "uniqueItems": 1}),
+            "uniqueItems",
+        ),
+        (
             json!({"oneOf": [{"type": "integer"}, {"type": "number"}]}),
             "oneOf branches 0 and 1 are not provably exclusive",
         ),
@@ -202,11 +214,11 @@ fn each_bad_schema_gets_a_precise_message() {
 fn pointers_locate_nested_errors() {
     let e = schema::to_gbnf(&json!({
         "type": "object",
-        "properties": {"a~b/c": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"uniqueItems": true}]}}}
+        "properties": {"a~b/c": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"contains": true}]}}}
     }))
     .unwrap_err();
     assert_eq!(e.pointer, "/properties/a~0b~1c/items/anyOf/1");
-    assert_eq!(e.keyword(), Some("uniqueItems"));
+    assert_eq!(e.keyword(), Some("contains"));
 }
 
 #[test]

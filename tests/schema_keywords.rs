@@ -395,6 +395,34 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "uniqueItems over an enum",
+            json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}),
+            vec![
+                json!([]),
+                json!(["a"]),
+                json!(["c", "a"]),
+                json!(["a", "b", "c"]),
+            ],
+            vec![json!(["a", "a"]), json!(["a", "b", "a"]), json!(["d"])],
+        ),
+        case(
+            "uniqueItems over booleans with minItems",
+            json!({"type": "array", "items": {"type": "boolean"}, "uniqueItems": true, "minItems": 2}),
+            vec![json!([true, false]), json!([false, true])],
+            vec![
+                json!([true, true]),
+                json!([true]),
+                json!([false, true, false]),
+            ],
+        ),
+        case(
+            "uniqueItems over a tuple and a small integer range",
+            json!({"type": "array", "prefixItems": [{"const": 1}],
+                   "items": {"type": "integer", "minimum": 1, "maximum": 3}, "uniqueItems": true}),
+            vec![json!([1]), json!([1, 2]), json!([1, 3, 2])],
+            vec![json!([1, 1]), json!([2]), json!([1, 2, 2])],
+        ),
+        case(
             "a keyword beside a $ref constrains its own kind only",
             json!({"$defs": {"cmd": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
                    "minLength": 1, "oneOf": [{"$ref": "#/$defs/cmd"}]}),

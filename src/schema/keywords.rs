@@ -24,6 +24,7 @@ pub const SUPPORTED: &[&str] = &[
     "additionalItems",
     "minItems",
     "maxItems",
+    "uniqueItems",
     "minLength",
     "maxLength",
     "pattern",
@@ -63,7 +64,6 @@ pub const ANNOTATIONS: &[&str] = &[
 /// error, never ignored.
 pub const UNSUPPORTED: &[&str] = &[
     "multipleOf",
-    "uniqueItems",
     "contains",
     "minContains",
     "maxContains",
@@ -104,6 +104,7 @@ pub const ARRAY: &[&str] = &[
     "additionalItems",
     "minItems",
     "maxItems",
+    "uniqueItems",
 ];
 /// The keywords specific to strings.
 pub const STRING: &[&str] = &["minLength", "maxLength", "pattern", "format"];
@@ -218,7 +219,8 @@ mod tests {
         assert_eq!(classify("title"), Class::Annotation);
         assert_eq!(classify("id"), Class::Annotation);
         assert_eq!(classify("not"), Class::Supported);
-        assert_eq!(classify("uniqueItems"), Class::Unsupported);
+        assert_eq!(classify("uniqueItems"), Class::Supported);
+        assert_eq!(classify("contains"), Class::Unsupported);
         assert_eq!(classify("minLenght"), Class::Misspelled("minLength"));
         assert_eq!(
             classify("additonalProperties"),

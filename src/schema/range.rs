@@ -126,6 +126,23 @@ impl NumRange {
             && self.max.as_ref().is_none_or(|b| b.admits_below(d))
     }
 
+    /// The integers in the range, when both bounds are given and there are
+    /// at most `limit` of them.
+    pub fn integers(&self, limit: u64) -> Option<Vec<serde_json::Value>> {
+        let lo = self.min.as_ref()?.value().ceil().to_i128()?;
+        let hi = self.max.as_ref()?.value().floor().to_i128()?;
+        if hi >= lo && (hi - lo) as u128 >= u128::from(limit) {
+            return None;
+        }
+        Some(
+            (lo..=hi)
+                .filter(|i| self.contains(&Decimal::from_i128(*i)))
+                .filter_map(|i| i64::try_from(i).ok())
+                .map(serde_json::Value::from)
+                .collect(),
+        )
+    }
+
     /// Whether no number is in the range.
     pub fn is_empty(&self) -> bool {
         matches!((&self.max, &self.min), (Some(hi), Some(lo)) if hi.is_below(lo))

@@ -257,7 +257,7 @@ impl Defs {
 }
 
 /// How deep the reasoning operations follow `$ref`s before giving up.
-const MAX_REASONING_DEPTH: usize = 64;
+pub(crate) const MAX_REASONING_DEPTH: usize = 64;
 
 /// The kinds of value a node can match.
 pub fn kinds(node: &Node, defs: &Defs) -> Kinds {

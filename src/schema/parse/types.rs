@@ -119,7 +119,7 @@ impl<'a> Ctx<'a> {
             branches.push(self.string(map, ptr)?);
         }
         if types.intersects(Kinds::ARR) {
-            branches.push(Node::Arr(self.array(map, ptr, depth)?));
+            branches.push(self.array_node(map, ptr, depth)?);
         }
         if types.intersects(Kinds::OBJ) {
             branches.push(self.object(map, ptr, depth)?);
