@@ -417,11 +417,13 @@ impl StrNode {
     }
 
     /// The automaton of the values, lengths left out.
-    pub fn automaton(&self) -> Result<Dfa, AutomatonError> {
+    pub fn automaton(&self) -> Result<std::sync::Arc<Dfa>, AutomatonError> {
         let re = self
             .re_without_lengths()
             .map_err(AutomatonError::Internal)?;
-        Dfa::new(&re).map_err(AutomatonError::Lang)
+        // From the per-thread cache: membership of literals (enum values,
+        // declared keys) asks for the same language many times.
+        lang::automaton(&re).map_err(AutomatonError::Lang)
     }
 
     /// Whether `text` meets the constraints exactly as the grammar writes

@@ -31,6 +31,8 @@ pub const MAX_COUNT: u64 = 10_000;
 /// How to make `oneOf` branches exclusive, for the error message.
 const ONE_OF_HINT: &str =
     "give them different types, or a required property whose const/enum values differ";
+/// Most schema objects visited to write one `oneOf` branch's complement.
+const MAX_COMPLEMENT_STEPS: usize = 2_000;
 /// Most alternatives a `oneOf` branch may be split into while it is made
 /// exclusive of the others, and most nodes it may grow to.
 const MAX_ONE_OF_ALTERNATIVES: usize = 256;
@@ -62,6 +64,8 @@ pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, Sc
         negated_refs: Vec::new(),
         infer_types: true,
         approximated: None,
+        step_limit: MAX_STEPS,
+        budget_spent: false,
     };
     let root = ctx.schema(schema, "", 0)?;
     if root == Node::Never {
@@ -108,6 +112,11 @@ struct Ctx<'a> {
     /// want of an exact grammar: a schema left with no value says so,
     /// rather than that nothing satisfies it.
     approximated: Option<String>,
+    /// Steps allowed before [`ErrorKind::TooComplex`]: [`MAX_STEPS`], or
+    /// less while a `oneOf` branch's complement is written.
+    step_limit: usize,
+    /// Whether the lower limit was what ran out.
+    budget_spent: bool,
 }
 
 fn err(ptr: &str, kind: ErrorKind) -> SchemaError {
@@ -151,7 +160,8 @@ impl<'a> Ctx<'a> {
             return Err(err(ptr, ErrorKind::TooDeep { limit: MAX_DEPTH }));
         }
         self.steps += 1;
-        if self.steps > MAX_STEPS {
+        if self.steps > self.step_limit {
+            self.budget_spent = self.step_limit < MAX_STEPS;
             return Err(err(ptr, ErrorKind::TooComplex { limit: MAX_STEPS }));
         }
         Ok(())
@@ -434,8 +444,19 @@ impl<'a> Ctx<'a> {
         depth: usize,
     ) -> Result<Node, SchemaError> {
         let before = std::mem::replace(&mut self.lenient_negation, true);
+        let limit = self.step_limit;
+        self.step_limit = limit.min(self.steps.saturating_add(MAX_COMPLEMENT_STEPS));
+        let defs_before = self.defs.pointers.len();
         let out = self.negation(schema, ptr, depth + 1);
         self.lenient_negation = before;
+        self.step_limit = limit;
+        if out.is_err() && std::mem::take(&mut self.budget_spent) {
+            // Too large to complement here: no value proven apart. The
+            // `$ref` targets it began are dropped with it.
+            self.defs.pointers.truncate(defs_before);
+            self.defs.nodes.truncate(defs_before);
+            return Ok(Node::Never);
+        }
         out
     }
 }
