@@ -8,6 +8,7 @@
 //! The slowest schemas (best-of-N) are listed by line number on stderr.
 //!
 //!   cargo run --release --no-default-features --example convert_speed -- [DATA] [--rounds N] [--slowest N] [--only LINE]
+//!     [--json-schema-defaults]
 
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
@@ -37,6 +38,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let slowest = args.number("--slowest", 10);
     // `--only LINE`: convert just that schema, `--rounds` times (for profiling).
     let only = args.number("--only", 0);
+    // `--json-schema-defaults`: objects read as a validator reads them.
+    let options = schema::ConvertOptions {
+        object_defaults: if args.has("--json-schema-defaults") {
+            schema::ObjectDefaults::JsonSchema
+        } else {
+            schema::ObjectDefaults::Strict
+        },
+        ..schema::ConvertOptions::default()
+    };
     let mut times: Vec<Timing> = Vec::new();
     for (line_no, line) in BufReader::new(std::fs::File::open(&args.data)?)
         .lines()
@@ -55,7 +65,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let mut accepted = false;
         for _ in 0..rounds {
             let begin = Instant::now();
-            let result = schema::compile(schema_value);
+            let result = schema::compile_with(schema_value, &options);
             let took = begin.elapsed();
             first.get_or_insert(took);
             best = best.min(took);

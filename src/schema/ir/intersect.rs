@@ -11,12 +11,32 @@ use super::{
 /// The schema matching exactly the values both `a` and `b` match, or the
 /// reason it cannot be written as one schema.
 pub fn intersect(a: &Node, b: &Node, defs: &Defs) -> Result<Node, String> {
+    STEPS_LEFT.with(|left| left.set(MAX_INTERSECT_STEPS));
     intersect_at(a, b, defs, 0)
+}
+
+/// Most pairs of nodes one intersection visits: recursive `$ref`s met on
+/// both sides can otherwise take exponential time.
+const MAX_INTERSECT_STEPS: u32 = 100_000;
+
+thread_local! {
+    /// Pairs the current intersection may still visit.
+    static STEPS_LEFT: std::cell::Cell<u32> = const { std::cell::Cell::new(MAX_INTERSECT_STEPS) };
 }
 
 fn intersect_at(a: &Node, b: &Node, defs: &Defs, depth: usize) -> Result<Node, String> {
     if depth > MAX_REASONING_DEPTH {
         return Err("schemas nest too deeply to merge".to_owned());
+    }
+    let spent = STEPS_LEFT.with(|left| {
+        let n = left.get();
+        left.set(n.saturating_sub(1));
+        n == 0
+    });
+    if spent {
+        return Err(format!(
+            "merging them takes more than {MAX_INTERSECT_STEPS} steps (recursive schemas met on both sides)"
+        ));
     }
     let next = depth + 1;
     let resolve = |id: &RefId| -> Result<Node, String> {
@@ -271,6 +291,34 @@ mod tests {
     use super::*;
     use crate::schema::ir::testing::{int, obj};
     use serde_json::json;
+
+    #[test]
+    fn an_intersection_that_would_take_exponential_time_stops_at_its_budget() {
+        // Four alternatives per level, six levels: 16^6 pairs of branches.
+        fn tree(depth: usize) -> Node {
+            if depth == 0 {
+                return Node::Null;
+            }
+            Node::AnyOf(
+                (0..4)
+                    .map(|i| {
+                        obj(
+                            vec![
+                                ("p", tree(depth - 1), true),
+                                ("q", int(Some(i), None), true),
+                            ],
+                            Node::Never,
+                        )
+                    })
+                    .collect(),
+            )
+        }
+        let (a, b) = (tree(6), tree(6));
+        let e = intersect(&a, &b, &Defs::default()).unwrap_err();
+        assert!(e.contains("more than 100000 steps"), "{e}");
+        // The budget is per intersection: a small one still succeeds after.
+        assert!(intersect(&tree(1), &tree(1), &Defs::default()).is_ok());
+    }
 
     #[test]
     fn intersection_of_ranges_keeps_the_tighter_bounds() {
