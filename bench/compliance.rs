@@ -115,6 +115,83 @@ fn hand_written() -> Vec<(String, Value)> {
             "definitions $ref",
             json!({"definitions": {"point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}}}, "type": "array", "items": {"$ref": "#/definitions/point"}, "maxItems": 3}),
         ),
+        // Issue 13's keywords.
+        (
+            "pattern with maxLength",
+            json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 6}),
+        ),
+        (
+            "format with lengths",
+            json!({"type": "string", "format": "email", "maxLength": 20}),
+        ),
+        (
+            "two patterns",
+            json!({"allOf": [{"type": "string", "pattern": "^[a-z0-9]+$"}, {"pattern": "[0-9]"}]}),
+        ),
+        (
+            "patternProperties",
+            json!({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
+                   "patternProperties": {"^x-": {"type": "string"}}, "additionalProperties": {"type": "boolean"}}),
+        ),
+        (
+            "propertyNames",
+            json!({"type": "object", "propertyNames": {"pattern": "^[a-z]{1,8}$"}, "additionalProperties": {"type": "integer"}, "minProperties": 1}),
+        ),
+        (
+            "not string constraints",
+            json!({"type": "string", "maxLength": 8, "not": {"enum": ["admin", "root"]}}),
+        ),
+        (
+            "not numeric range",
+            json!({"type": "integer", "minimum": 1024, "maximum": 65535, "not": {"enum": [6379, 6380]}}),
+        ),
+        (
+            "not type",
+            json!({"not": {"type": ["object", "array", "string"]}}),
+        ),
+        (
+            "if/then/else",
+            json!({"type": "object", "properties": {"country": {"enum": ["US", "NL"]}, "zip": {"type": "string"}}, "required": ["country", "zip"],
+                   "if": {"properties": {"country": {"const": "US"}}}, "then": {"properties": {"zip": {"pattern": "^[0-9]{5}$"}}},
+                   "else": {"properties": {"zip": {"pattern": "^[0-9]{4} ?[A-Z]{2}$"}}}}),
+        ),
+        (
+            "dependentRequired",
+            json!({"type": "object", "properties": {"card": {"type": "string", "maxLength": 16}, "cvc": {"type": "string", "maxLength": 4}},
+                   "required": [], "dependentRequired": {"card": ["cvc"]}}),
+        ),
+        (
+            "dependentSchemas",
+            json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": [],
+                   "dependentSchemas": {"a": {"properties": {"b": {"minimum": 10}}}}}),
+        ),
+        (
+            "draft-4 dependencies and additionalItems",
+            json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object",
+                   "properties": {"p": {"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "integer"}, "maxItems": 4},
+                                  "q": {"type": "boolean"}},
+                   "required": ["p"], "dependencies": {"q": ["p"]}}),
+        ),
+        (
+            "uniqueItems over an enum",
+            json!({"type": "array", "items": {"enum": ["red", "green", "blue"]}, "uniqueItems": true, "minItems": 1}),
+        ),
+        (
+            "overlapping oneOf",
+            json!({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "maximum": 10}]}),
+        ),
+        (
+            "minProperties beyond the declared properties",
+            json!({"type": "object", "minProperties": 2, "maxProperties": 3, "additionalProperties": {"type": "integer"}}),
+        ),
+        ("byte", json!({"type": "string", "format": "byte", "maxLength": 24})),
+        ("uri-reference", json!({"type": "string", "format": "uri-reference"})),
+        ("iri", json!({"type": "string", "format": "iri"})),
+        ("json-pointer", json!({"type": "string", "format": "json-pointer"})),
+        (
+            "relative-json-pointer",
+            json!({"type": "string", "format": "relative-json-pointer"}),
+        ),
         (
             "nested object",
             json!({"type": "object", "properties": {"user": {"type": "object", "properties": {"email": {"type": "string", "format": "email"}, "tags": {"type": "array", "items": {"type": "string", "maxLength": 10}, "maxItems": 3}}}}}),

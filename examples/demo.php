@@ -49,6 +49,16 @@ echo "   ", $response->answer(), "\n";
 var_export($response->json());
 echo "\n";
 
+// Richer schemas: oneOf narrowed to exclusive branches, if/then/else, uniqueItems over an enum;
+// 'schema_defaults' => 'json-schema' reads objects as a validator does (properties optional).
+$order = ['type' => 'object', 'properties' => [
+    'item' => ['enum' => ['tea', 'coffee']],
+    'size' => ['oneOf' => [['type' => 'integer', 'minimum' => 1], ['type' => 'integer', 'maximum' => 3]]],
+    'extras' => ['type' => 'array', 'items' => ['enum' => ['milk', 'sugar', 'honey']], 'uniqueItems' => true],
+], 'required' => ['item', 'size'], 'if' => ['properties' => ['item' => ['const' => 'tea']]], 'then' => ['properties' => ['extras' => ['maxItems' => 1]]]];
+$text = $model->raw('A tea order as JSON: ', maxTokens: 64, options: ['schema' => $order, 'schema_defaults' => 'json-schema']);
+echo "\nAn order under oneOf, if/then and uniqueItems: ", $text, "\n";
+
 // Embeddings (all-MiniLM-L6-v2, `make embedding-model`): similar sentences
 // have similar vectors. examples/semantic-search.php searches and reranks.
 $embedder = Model::load(getenv('INFER_EMBEDDING_MODEL') ?: __DIR__ . '/../models/all-MiniLM-L6-v2.F16.gguf', ['embedding' => true]);
