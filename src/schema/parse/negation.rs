@@ -97,17 +97,7 @@ impl<'a> Ctx<'a> {
                 // value, like `if`); the grammar of X is a subset of X.
                 "not" => branches.push(self.as_test(&map["not"], &format!("{ptr}/not"), depth + 1)?),
                 // not (A or B) = not A and not B.
-                "anyOf" => {
-                    let Value::Array(items) = &map["anyOf"] else {
-                        return Err(wrong(ptr, "anyOf", "a non-empty array of schemas"));
-                    };
-                    let mut node = Node::Any;
-                    for (i, item) in items.iter().enumerate() {
-                        let n = self.negation(item, &format!("{ptr}/anyOf/{i}"), depth + 1)?;
-                        node = self.merge(&node, &n, ptr, "not")?;
-                    }
-                    branches.push(node);
-                }
+                "anyOf" => branches.push(self.none_of(map, "anyOf", ptr, depth)?.0),
                 // not (A and B) = not A or not B.
                 "allOf" => {
                     let Value::Array(items) = &map["allOf"] else {
@@ -119,14 +109,7 @@ impl<'a> Ctx<'a> {
                 }
                 // not (exactly one of A, B, …): none of them, or two at once.
                 "oneOf" => {
-                    let Value::Array(items) = &map["oneOf"] else {
-                        return Err(wrong(ptr, "oneOf", "a non-empty array of schemas"));
-                    };
-                    let mut node = Node::Any;
-                    for (i, item) in items.iter().enumerate() {
-                        let n = self.negation(item, &format!("{ptr}/oneOf/{i}"), depth + 1)?;
-                        node = self.merge(&node, &n, ptr, "not")?;
-                    }
+                    let (node, items) = self.none_of(map, "oneOf", ptr, depth)?;
                     branches.push(node);
                     if items.len() <= MAX_PAIRED_BRANCHES {
                         branches.extend(self.pairs_matched(items, ptr, depth)?);
@@ -218,6 +201,26 @@ impl<'a> Ctx<'a> {
             }
         }
         Ok(branches)
+    }
+
+    /// Values matching none of the subschemas listed under `keyword`
+    /// (`anyOf`, `oneOf`), and the list.
+    fn none_of(
+        &mut self,
+        map: &'a Map<String, Value>,
+        keyword: &str,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<(Node, &'a [Value]), SchemaError> {
+        let Some(Value::Array(items)) = map.get(keyword) else {
+            return Err(wrong(ptr, keyword, "a non-empty array of schemas"));
+        };
+        let mut node = Node::Any;
+        for (i, item) in items.iter().enumerate() {
+            let n = self.negation(item, &format!("{ptr}/{keyword}/{i}"), depth + 1)?;
+            node = self.merge(&node, &n, ptr, "not")?;
+        }
+        Ok((node, items))
     }
 
     /// Values matching two of the `oneOf` branches `items` at once (each
