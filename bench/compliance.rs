@@ -184,10 +184,19 @@ fn hand_written() -> Vec<(String, Value)> {
             "minProperties beyond the declared properties",
             json!({"type": "object", "minProperties": 2, "maxProperties": 3, "additionalProperties": {"type": "integer"}}),
         ),
-        ("byte", json!({"type": "string", "format": "byte", "maxLength": 24})),
-        ("uri-reference", json!({"type": "string", "format": "uri-reference"})),
+        (
+            "byte",
+            json!({"type": "string", "format": "byte", "maxLength": 24}),
+        ),
+        (
+            "uri-reference",
+            json!({"type": "string", "format": "uri-reference"}),
+        ),
         ("iri", json!({"type": "string", "format": "iri"})),
-        ("json-pointer", json!({"type": "string", "format": "json-pointer"})),
+        (
+            "json-pointer",
+            json!({"type": "string", "format": "json-pointer"}),
+        ),
         (
             "relative-json-pointer",
             json!({"type": "string", "format": "relative-json-pointer"}),
