@@ -1,0 +1,545 @@
+//! [`Node`] → GBNF rules. A simple walk: each object, array and `$ref` target
+//! gets a rule of its own; JSON primitives are shared rules emitted when used.
+//!
+//! The output layout is the [`Layout`] of the options, so that whitespace is
+//! bounded: by default `{"a": 1, "b": [1, 2]}` (", " between members, ": "
+//! after keys, nothing else).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::canonical;
+use super::formats::Format;
+use super::ir::{Defs, Node, StrNode};
+use super::lang::Dfa;
+use super::numeric;
+use super::options::Layout;
+use super::range::NumRange;
+use super::regex;
+use super::strings;
+use super::Productive;
+use crate::grammar::expr::{render, Expr, Rule};
+
+mod array;
+mod object;
+mod shared;
+
+#[cfg(test)]
+use array::array_body;
+pub use array::repeat;
+use shared::{factor, is_shared, shared_deps, shared_rule, ESCAPE_RULE};
+
+/// Enums of more values than this are written as a prefix tree
+/// ([`Expr::trie`]): `enum: range(1, 100000)` as 100,000 alternatives kept
+/// llama.cpp's grammar engine busy for about 50 s before the first token.
+const TRIE_FROM: usize = 32;
+
+/// Render the grammar of a parsed schema.
+pub fn emit(
+    root: &Node,
+    defs: &Defs,
+    productive: &Productive,
+    layout: &Layout,
+) -> Result<String, EmitError> {
+    let mut e = Emitter {
+        defs,
+        layout,
+        productive,
+        rules: BTreeMap::new(),
+        order: Vec::new(),
+        used_names: HashMap::new(),
+        def_rules: vec![None; defs.nodes.len()],
+        pending: Vec::new(),
+        hoisted: HashMap::new(),
+        strings: HashMap::new(),
+        empty_range: None,
+        limitation: None,
+    };
+    let root_expr = match e.expr(root, "root").map_err(EmitError::CannotWrite)? {
+        Some(x) => x,
+        None => {
+            return Err(match e.limitation {
+                Some(why) => EmitError::CannotWrite(why),
+                None => EmitError::Unsatisfiable(
+                    e.empty_range
+                        .unwrap_or_else(|| "the schema matches no value".to_owned()),
+                ),
+            })
+        }
+    };
+    e.define("root".to_owned(), root_expr);
+    while let Some(id) = e.pending.pop() {
+        let name = e
+            .def_rules
+            .get(id)
+            .cloned()
+            .flatten()
+            .ok_or_else(|| EmitError::CannotWrite("internal: unnamed $ref rule".to_owned()))?;
+        let node = defs
+            .get(id)
+            .ok_or_else(|| EmitError::CannotWrite("internal: $ref target missing".to_owned()))?;
+        let Some(expr) = e.expr(node, &name).map_err(EmitError::CannotWrite)? else {
+            return Err(EmitError::CannotWrite(e.limitation.unwrap_or_else(|| {
+                "internal: a $ref that can produce a value was written as none".to_owned()
+            })));
+        };
+        e.define(name, expr);
+    }
+    // `root ::= x` where nothing else uses x: give x's body to root.
+    if let Some(Expr::Rule(only)) = e.rules.get("root").cloned() {
+        let used_elsewhere = e
+            .rules
+            .iter()
+            .any(|(n, x)| n != "root" && expr_mentions(x, &only));
+        if !used_elsewhere {
+            if let Some(body) = e.rules.remove(&only) {
+                e.rules.insert("root".to_owned(), body);
+                e.order.retain(|n| *n != only);
+            }
+        }
+    }
+    // root first, then the rest in the order they were defined.
+    let root_first = std::iter::once(&"root".to_owned())
+        .chain(e.order.iter().filter(|n| *n != "root"))
+        .cloned()
+        .collect::<Vec<_>>();
+    let rules: Vec<Rule> = root_first
+        .iter()
+        .filter_map(|name| {
+            e.rules.get(name).map(|expr| Rule {
+                name: name.clone(),
+                expr: expr.clone(),
+            })
+        })
+        .collect();
+    Ok(render(&rules))
+}
+
+struct Emitter<'a> {
+    defs: &'a Defs,
+    layout: &'a Layout,
+    productive: &'a Productive,
+    rules: BTreeMap<String, Expr>,
+    order: Vec<String>,
+    used_names: HashMap<String, usize>,
+    def_rules: Vec<Option<String>>,
+    pending: Vec<usize>,
+    /// The grammar of each string node written from an automaton.
+    strings: HashMap<StrNode, Option<Expr>>,
+    /// The rule already holding each hoisted repetition body.
+    hoisted: HashMap<Expr, String>,
+    /// Why the first numeric range that matched nothing did: a union drops
+    /// such a branch, and a schema left with nothing reports it.
+    empty_range: Option<String>,
+    /// The first part of the schema left out because the converter cannot
+    /// write it (not because nothing matches it).
+    limitation: Option<String>,
+}
+
+/// Why no grammar was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmitError {
+    /// No value matches the schema.
+    Unsatisfiable(String),
+    /// Values match, but the converter cannot write a grammar for them.
+    CannotWrite(String),
+}
+
+impl Emitter<'_> {
+    fn define(&mut self, name: String, expr: Expr) {
+        if self.rules.contains_key(&name) {
+            return;
+        }
+        let escapes = strings::escapes();
+        let expr = if name == ESCAPE_RULE {
+            expr
+        } else {
+            factor(expr, escapes)
+        };
+        if expr_mentions(&expr, ESCAPE_RULE) && !self.rules.contains_key(ESCAPE_RULE) {
+            self.order.push(ESCAPE_RULE.to_owned());
+            self.rules
+                .insert(ESCAPE_RULE.to_owned(), Expr::alt(escapes.to_vec()));
+        }
+        let mut hoisted = Vec::new();
+        let expr = self.hoist(expr, &name, &mut hoisted);
+        self.order.push(name.clone());
+        self.rules.insert(name, expr);
+        for (sub_name, sub_expr) in hoisted {
+            self.order.push(sub_name.clone());
+            self.rules.insert(sub_name, sub_expr);
+        }
+    }
+
+    /// `expr` with the body of every repetition that is not a single symbol
+    /// moved into a rule of its own. llama.cpp expands `x{m,n}` into rules and
+    /// refuses a grammar when the rules inside `x` times the count exceed
+    /// 2000; a rule reference counts as one.
+    fn hoist(&mut self, expr: Expr, owner: &str, out: &mut Vec<(String, Expr)>) -> Expr {
+        match expr {
+            Expr::Repeat {
+                expr: body,
+                min,
+                max,
+            } => {
+                let body = self.hoist(*body, owner, out);
+                let atom = matches!(body, Expr::Lit(_) | Expr::Class { .. } | Expr::Rule(_));
+                let body = if atom || max == Some(1) {
+                    body
+                } else if let Some(name) = self.hoisted.get(&body) {
+                    Expr::rule(name.clone())
+                } else {
+                    let name = self.fresh(&format!("{owner}-rep"));
+                    self.hoisted.insert(body.clone(), name.clone());
+                    out.push((name.clone(), body));
+                    Expr::rule(name)
+                };
+                Expr::Repeat {
+                    expr: Box::new(body),
+                    min,
+                    max,
+                }
+            }
+            Expr::Seq(items) => Expr::Seq(
+                items
+                    .into_iter()
+                    .map(|x| self.hoist(x, owner, out))
+                    .collect(),
+            ),
+            Expr::Alt(items) => Expr::Alt(
+                items
+                    .into_iter()
+                    .map(|x| self.hoist(x, owner, out))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+
+    /// A fresh rule name derived from `hint`.
+    fn fresh(&mut self, hint: &str) -> String {
+        let mut base: String = hint
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        base.truncate(60);
+        if base.is_empty() {
+            base.push('r');
+        }
+        let n = self.used_names.entry(base.clone()).or_insert(0);
+        *n += 1;
+        if *n == 1 && !is_shared(&base) {
+            base
+        } else {
+            format!("{base}-{n}")
+        }
+    }
+
+    /// Define a shared primitive rule (once) and return a reference to it.
+    fn shared(&mut self, name: &'static str) -> Expr {
+        if !self.rules.contains_key(name) {
+            self.define(name.to_owned(), shared_rule(name, self.layout));
+            for dep in shared_deps(name) {
+                self.shared(dep);
+            }
+        }
+        Expr::rule(name)
+    }
+
+    fn format_rule(&mut self, f: Format) -> Expr {
+        let name = f.rule_name();
+        if !self.rules.contains_key(name) {
+            self.define(name.to_owned(), f.expr());
+        }
+        Expr::rule(name)
+    }
+
+    /// The expression of a node, or `None` when it matches nothing.
+    fn expr(&mut self, node: &Node, hint: &str) -> Result<Option<Expr>, String> {
+        Ok(Some(match node {
+            Node::Any => self.shared("value"),
+            Node::Never => return Ok(None),
+            Node::Null => Expr::lit("null"),
+            Node::Bool => self.shared("boolean"),
+            Node::Int(range) => match self.integer(range) {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+            Node::Num(range) => match self.number(range) {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+            Node::Str(s) => match self.string(s, hint)? {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+            Node::Enum(values) => {
+                let texts: Vec<String> = values
+                    .iter()
+                    .map(|v| canonical::value_text_in(v, self.layout))
+                    .collect();
+                if texts.len() > TRIE_FROM {
+                    Expr::trie(texts.iter().map(String::as_str))
+                } else {
+                    Expr::alt(texts.into_iter().map(Expr::lit))
+                }
+            }
+            Node::AnyOf(branches) | Node::OneOf(branches) => {
+                let mut alts = Vec::new();
+                for (i, b) in branches.iter().enumerate() {
+                    if let Some(x) = self.expr(b, &format!("{hint}-{i}"))? {
+                        alts.push(x);
+                    }
+                }
+                if alts.is_empty() {
+                    return Ok(None);
+                }
+                Expr::alt(alts)
+            }
+            Node::Ref(id) => {
+                if !self.productive.relaxed(node) {
+                    return Ok(None);
+                }
+                match self.def_rules.get(*id).cloned().flatten() {
+                    Some(name) => Expr::rule(name),
+                    None => {
+                        let pointer = self.defs.pointers.get(*id).cloned().unwrap_or_default();
+                        let last = pointer.rsplit('/').next().unwrap_or("");
+                        let name = self.fresh(&format!("ref-{last}"));
+                        if let Some(slot) = self.def_rules.get_mut(*id) {
+                            *slot = Some(name.clone());
+                        }
+                        self.pending.push(*id);
+                        Expr::rule(name)
+                    }
+                }
+            }
+            Node::Arr(a) => match self.array(a, hint)? {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+            Node::Obj(o) => match self.object(o, hint)? {
+                Some(x) => x,
+                None => return Ok(None),
+            },
+        }))
+    }
+
+    /// The integers of `range`, or `None` when it holds none (a branch of
+    /// a union such as `not: {enum: [6379, 6380]}` leaves between two
+    /// neighbours).
+    fn integer(&mut self, range: &NumRange) -> Option<Expr> {
+        if range.min.is_none() && range.max.is_none() {
+            return Some(self.shared("integer"));
+        }
+        let expr = numeric::integer_range(range.min.as_ref(), range.max.as_ref());
+        self.range_or_none(expr)
+    }
+
+    /// The numbers of `range`, or `None` when it holds none.
+    fn number(&mut self, range: &NumRange) -> Option<Expr> {
+        if range.min.is_none() && range.max.is_none() {
+            return Some(self.shared("number"));
+        }
+        let expr = numeric::number_range(range.min.as_ref(), range.max.as_ref());
+        self.range_or_none(expr)
+    }
+
+    fn range_or_none(&mut self, expr: Result<Expr, numeric::RangeError>) -> Option<Expr> {
+        match expr {
+            Ok(x) => Some(x),
+            Err(e) => {
+                self.empty_range.get_or_insert_with(|| e.to_string());
+                None
+            }
+        }
+    }
+
+    /// The grammar of a string node, or `None` when no string meets it.
+    fn string(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
+        let content = if s.needs_automaton() {
+            return self.string_automaton(s, hint);
+        } else if let [f] = s.formats.as_slice() {
+            self.format_rule(*f)
+        } else if let [p] = s.patterns.as_slice() {
+            let expr = regex::pattern_to_expr(p).map_err(|e| e.to_string())?;
+            let ch = self.shared("char");
+            let expr = expr.replace(&strings::any_char(), &ch);
+            let name = self.fresh(&format!("{hint}-pattern"));
+            self.define(name.clone(), expr);
+            Expr::rule(name)
+        } else if !s.not_in.is_empty() {
+            let names: Vec<&str> = s.not_in.iter().map(String::as_str).collect();
+            let name = self.fresh(&format!("{hint}-except"));
+            self.define(name.clone(), strings::content_excluding(&names));
+            Expr::rule(name)
+        } else if s.min_len == 0 && s.max_len.is_none() {
+            return Ok(Some(self.shared("string")));
+        } else {
+            let ch = self.shared("char");
+            repeat(ch, s.min_len, s.max_len)
+        };
+        Ok(Some(quoted(content)))
+    }
+
+    /// A string node of several constraints, from the automaton of their
+    /// intersection, bounded in length as it is written.
+    fn string_automaton(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
+        if let Some(done) = self.strings.get(s) {
+            return Ok(done.clone());
+        }
+        let written = self.string_automaton_once(s, hint)?;
+        self.strings.insert(s.clone(), written.clone());
+        Ok(written)
+    }
+
+    fn string_automaton_once(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
+        let dfa = s.automaton().map_err(|e| e.to_string())?;
+        let content = self.automaton(&dfa, s.min_len, s.max_len, &format!("{hint}-string"))?;
+        if content.is_none() {
+            self.empty_range
+                .get_or_insert_with(|| "no string meets all of its string constraints".to_owned());
+        }
+        Ok(content.map(quoted))
+    }
+
+    /// Rules for the strings of an automaton within lengths, and a
+    /// reference to the first; `None` when there is no such string.
+    fn automaton(
+        &mut self,
+        dfa: &Dfa,
+        min: u64,
+        max: Option<u64>,
+        base: &str,
+    ) -> Result<Option<Expr>, String> {
+        let Some(emitted) = dfa
+            .rules(min, max, &mut || self.fresh(base))
+            .map_err(|e| e.to_string())?
+        else {
+            return Ok(None);
+        };
+        let ch = self.shared("char");
+        let mut start = None;
+        for (name, expr) in emitted.rules {
+            start.get_or_insert_with(|| name.clone());
+            self.define(name, expr.replace(&strings::any_char(), &ch));
+        }
+        Ok(start.map(Expr::rule))
+    }
+}
+
+/// A string of this content.
+fn quoted(content: Expr) -> Expr {
+    Expr::seq([Expr::lit("\""), content, Expr::lit("\"")])
+}
+
+fn expr_mentions(expr: &Expr, rule: &str) -> bool {
+    match expr {
+        Expr::Rule(name) => name == rule,
+        Expr::Alt(items) | Expr::Seq(items) => items.iter().any(|x| expr_mentions(x, rule)),
+        Expr::Repeat { expr, .. } => expr_mentions(expr, rule),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn re(e: &Expr) -> ::regex::Regex {
+        ::regex::Regex::new(&format!("^(?:{})$", e.to_regex())).unwrap()
+    }
+
+    #[test]
+    fn repeat_decomposition_is_exact() {
+        let x = Expr::lit("a");
+        for (min, max) in [
+            (0, Some(200)),
+            (3, Some(130)),
+            (70, Some(70)),
+            (0, Some(64)),
+            (65, None),
+            (0, Some(129)),
+            (130, Some(300)),
+        ] {
+            let r = re(&repeat(x.clone(), min, max));
+            for n in 0..=320u64 {
+                let ok = n >= min && max.is_none_or(|m| n <= m);
+                assert_eq!(
+                    r.is_match(&"a".repeat(n as usize)),
+                    ok,
+                    "{min}..{max:?} at {n}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn array_bodies_respect_counts_and_prefixes() {
+        let e = |c: char| Expr::lit(c.to_string());
+        type Case<'a> = (
+            Vec<Expr>,
+            Option<Expr>,
+            u64,
+            Option<u64>,
+            Vec<&'a str>,
+            Vec<&'a str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                vec![],
+                Some(e('x')),
+                0,
+                None,
+                vec!["", "x", "x, x, x"],
+                vec![", x", "x,x"],
+            ),
+            (
+                vec![],
+                Some(e('x')),
+                2,
+                Some(3),
+                vec!["x, x", "x, x, x"],
+                vec!["", "x", "x, x, x, x"],
+            ),
+            (
+                vec![e('a'), e('b')],
+                None,
+                0,
+                None,
+                vec!["", "a", "a, b"],
+                vec!["b", "a, b, x"],
+            ),
+            (
+                vec![e('a'), e('b')],
+                Some(e('x')),
+                1,
+                Some(3),
+                vec!["a", "a, b", "a, b, x"],
+                vec!["", "a, b, x, x"],
+            ),
+            (
+                vec![e('a')],
+                Some(e('x')),
+                3,
+                None,
+                vec!["a, x, x", "a, x, x, x"],
+                vec!["a", "a, x"],
+            ),
+        ];
+        for (elems, items, min, max, good, bad) in cases {
+            let r = re(&array_body(&elems, items.as_ref(), min, max, ", "));
+            for g in good {
+                assert!(r.is_match(g), "{min}..{max:?} should accept {g:?}");
+            }
+            for b in bad {
+                assert!(!r.is_match(b), "{min}..{max:?} should reject {b:?}");
+            }
+        }
+    }
+}
