@@ -10,29 +10,22 @@ use crate::schema::lang::{self, Re};
 use crate::schema::strings;
 
 impl Emitter<'_> {
-    /// Members of keys other than the declared ones, all under
-    /// `additional`'s schema.
-    fn additional_members(&mut self, o: &ObjNode, hint: &str) -> Result<Option<Expr>, String> {
-        Ok(
-            match self.expr(&o.additional, &format!("{hint}-additional"))? {
-                Some(value) => {
-                    let names: Vec<&str> = o.props.iter().map(|p| p.name.as_str()).collect();
-                    let key = Expr::seq([
-                        Expr::lit("\""),
-                        strings::content_excluding(&names),
-                        Expr::lit("\""),
-                    ]);
-                    let key_name = self.fresh(&format!("{hint}-key"));
-                    self.define(key_name.clone(), key);
-                    Some(Expr::seq([
-                        Expr::rule(key_name),
-                        Expr::lit(self.layout.key_separator.as_str()),
-                        value,
-                    ]))
-                }
-                None => None,
-            },
-        )
+    /// A member of a key other than the declared ones, of value `value`
+    /// (`additional`'s schema).
+    fn additional_member(&mut self, o: &ObjNode, value: Expr, hint: &str) -> Expr {
+        let names: Vec<&str> = o.props.iter().map(|p| p.name.as_str()).collect();
+        let key = Expr::seq([
+            Expr::lit("\""),
+            strings::content_excluding(&names),
+            Expr::lit("\""),
+        ]);
+        let key_name = self.fresh(&format!("{hint}-key"));
+        self.define(key_name.clone(), key);
+        Expr::seq([
+            Expr::rule(key_name),
+            Expr::lit(self.layout.key_separator.as_str()),
+            value,
+        ])
     }
 
     /// `count` members of undeclared keys under `additional`'s schema whose
@@ -42,14 +35,12 @@ impl Emitter<'_> {
         &mut self,
         o: &ObjNode,
         count: u64,
+        value: &Expr,
         hint: &str,
     ) -> Result<Vec<Expr>, String> {
         if count > MAX_DISTINCT_KEYS {
             return Ok(Vec::new());
         }
-        let Some(value) = self.expr(&o.additional, &format!("{hint}-additional"))? else {
-            return Ok(Vec::new());
-        };
         let undeclared = Re::one_of(o.props.iter().map(|p| p.name.as_str())).complement();
         let dfa = lang::automaton(&undeclared).map_err(|e| e.to_string())?;
         let mut members = Vec::new();
@@ -125,13 +116,14 @@ impl Emitter<'_> {
         let (additional, distinct) = if o.has_key_languages() {
             (self.key_regions(o, hint)?, Vec::new())
         } else {
-            let additional = self.additional_members(o, hint)?;
+            let value = self.expr(&o.additional, &format!("{hint}-additional"))?;
             // Additional keys may repeat, so an object that needs two or
             // more of them gets that many of distinct lengths first.
-            let distinct = match &additional {
-                Some(_) if o.min_props >= 2 => self.distinct_members(o, o.min_props, hint)?,
+            let distinct = match &value {
+                Some(v) if o.min_props >= 2 => self.distinct_members(o, o.min_props, v, hint)?,
                 _ => Vec::new(),
             };
+            let additional = value.map(|v| self.additional_member(o, v, hint));
             (additional, distinct)
         };
         let name = self.fresh(hint);
