@@ -177,6 +177,14 @@ fn hand_written() -> Vec<(String, Value)> {
             json!({"type": "array", "items": {"enum": ["red", "green", "blue"]}, "uniqueItems": true, "minItems": 1}),
         ),
         (
+            "multipleOf on prices and quantities",
+            json!({"type": "object", "properties": {"price": {"type": "number", "multipleOf": 0.01, "minimum": 0},
+                                                     "pack": {"type": "integer", "multipleOf": 6, "minimum": 6, "maximum": 96},
+                                                     "step": {"type": "number", "multipleOf": 2.5},
+                                                     "odd": {"type": "integer", "not": {"multipleOf": 2}}},
+                   "required": ["price", "pack", "step", "odd"]}),
+        ),
+        (
             "overlapping oneOf",
             json!({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "maximum": 10}]}),
         ),

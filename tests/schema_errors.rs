@@ -18,7 +18,7 @@ fn error_of(schema: Value) -> String {
 fn each_bad_schema_gets_a_precise_message() {
     let cases: Vec<(Value, &str)> = vec![
         (json!({"type": "object", "properties": {"tags": {"contains": {}}}}), "unsupported keyword \"contains\" at /properties/tags (supported: type, not, enum,"),
-        (json!({"type": "object", "properties": {"tags": {"not": {"properties": {"a": {}}, "additionalProperties": false}}}}), "keyword \"not\" is only supported around schemas made of \"type\", \"enum\", \"const\", \"required\", numeric bounds, \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \"minProperties\"/\"maxProperties\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") and \"not\"/\"anyOf\"/\"allOf\" of such schemas at /properties/tags/not"),
+        (json!({"type": "object", "properties": {"tags": {"not": {"properties": {"a": {}}, "additionalProperties": false}}}}), "keyword \"not\" is only supported around schemas made of \"type\", \"enum\", \"const\", \"required\", numeric bounds, \"multipleOf\", \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \"minProperties\"/\"maxProperties\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") and \"not\"/\"anyOf\"/\"allOf\" of such schemas at /properties/tags/not"),
         (json!({"type": "string", "not": {"format": "date"}}), "keyword \"not\" cannot exclude a \"format\": the converter writes a subset of each format, so its complement would let values of the format through at /not"),
         (json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}, "f": {}, "g": {}}, "required": [], "dependentRequired": {"a": ["h"], "b": ["h"], "c": ["h"], "d": ["h"], "e": ["h"], "f": ["h"], "g": ["h"]}}), "\"dependentRequired\" splitting the object into 128 cases exceeds the limit 64 that a grammar can enforce at the root (#)"),
         (json!({"type": "object", "dependentRequired": {"a": "b"}}), "keyword \"dependentRequired\" must be an object of arrays of strings at /dependentRequired/a"),
@@ -31,6 +31,13 @@ fn each_bad_schema_gets_a_precise_message() {
             json!({"type": "array", "minContains": 2}),
             "unsupported keyword \"minContains\" at the root (#) (supported: ",
         ),
+        (json!({"type": "number", "multipleOf": 0}), "keyword \"multipleOf\" 0 must be greater than 0 at the root (#)"),
+        (json!({"type": "number", "multipleOf": -2}), "keyword \"multipleOf\" -2 must be greater than 0"),
+        (json!({"type": "number", "multipleOf": "2"}), "keyword \"multipleOf\" must be a number"),
+        (json!({"properties": {"n": {"multipleOf": 1e-20}}}), "keyword \"multipleOf\" 0.00000000000000000001 has more than 17 significant digits, or more than 17 digits after the point: a multiple of it cannot be written in the digits a number is limited to at /properties/n"),
+        (json!({"type": "integer", "multipleOf": 99991}), "keyword \"multipleOf\" 99991 is 99991 steps of 1: the grammar tracks the remainder of the digits read by 99991, and remainders by more than 4000 are more states than it can write at the root (#)"),
+        (json!({"type": "number", "multipleOf": 0.4373}), "keyword \"multipleOf\" 0.4373 is 4373 steps of 0.0001"),
+        (json!({"allOf": [{"type": "integer", "multipleOf": 3989}, {"multipleOf": 3967}, {"not": {"multipleOf": 3943}}]}), "\"multipleOf\" cannot be enforced here: the integer multiples of 3989 and 3967 not of 3943 with no minimum and no maximum need an automaton of more than 4096 states"),
         (json!({"type": "strin"}), "unknown type \"strin\""),
         (
             json!({"type": 5}),

@@ -449,6 +449,107 @@ fn cases() -> Vec<Case> {
                 json!({"a": 1, "bb": 2, "c": 3, "d": 4}),
             ],
         ),
+        case(
+            "multipleOf on integers in a range",
+            json!({"type": "integer", "multipleOf": 7, "minimum": 1, "maximum": 100}),
+            vec![json!(7), json!(14), json!(98)],
+            vec![json!(0), json!(8), json!(105), json!(99), json!(7.5)],
+        ),
+        case(
+            "multipleOf a hundredth on non-negative numbers",
+            json!({"type": "number", "multipleOf": 0.01, "minimum": 0}),
+            vec![
+                json!(0),
+                json!(12.34),
+                json!(5),
+                json!(0.5),
+                json!(1000000.01),
+            ],
+            vec![json!(0.001), json!(-0.01), json!(1.005), json!(-3)],
+        ),
+        case(
+            "multipleOf a hundredth between bounds finer than it",
+            json!({"type": "number", "multipleOf": 0.01, "exclusiveMinimum": 0.005, "maximum": 0.105}),
+            vec![json!(0.01), json!(0.1), json!(0.05)],
+            vec![json!(0), json!(0.005), json!(0.11), json!(0.015)],
+        ),
+        case(
+            "multipleOf a finite decimal, unbounded",
+            json!({"type": "number", "multipleOf": 2.5}),
+            vec![json!(-5), json!(2.5), json!(7.5), json!(0), json!(-12.5)],
+            vec![json!(2.4), json!(1), json!(3.75), json!(-0.5)],
+        ),
+        case(
+            "multipleOf 6.75 needs the digits past the point",
+            json!({"type": "number", "multipleOf": 6.75, "maximum": 1000}),
+            vec![
+                json!(6.75),
+                json!(13.5),
+                json!(27),
+                json!(-6.75),
+                json!(999),
+            ],
+            vec![json!(6.7), json!(1), json!(1006.25), json!(13.25)],
+        ),
+        case(
+            "a fractional multipleOf on integers",
+            json!({"type": "integer", "multipleOf": 2.5}),
+            vec![json!(5), json!(10), json!(-15), json!(0)],
+            vec![json!(2.5), json!(7), json!(12)],
+        ),
+        case(
+            "multipleOf implies a number when the type is absent",
+            json!({"multipleOf": 11, "exclusiveMinimum": 0}),
+            vec![json!(11), json!(22), json!(1100)],
+            vec![json!(0), json!(12), json!(5.5), json!(-11)],
+        ),
+        case(
+            "multipleOf in a bounded decimal range",
+            json!({"type": "number", "minimum": 0, "maximum": 1, "multipleOf": 0.25}),
+            vec![json!(0), json!(0.25), json!(0.5), json!(1)],
+            vec![json!(0.3), json!(1.25), json!(-0.25)],
+        ),
+        case(
+            "two multipleOf constraints meet",
+            json!({"allOf": [{"type": "integer", "multipleOf": 4}, {"multipleOf": 6}]}),
+            vec![json!(0), json!(12), json!(24), json!(-36)],
+            vec![json!(4), json!(6), json!(18), json!(30)],
+        ),
+        case(
+            "not multipleOf",
+            json!({"type": "integer", "minimum": 0, "maximum": 20, "not": {"multipleOf": 3}}),
+            vec![json!(1), json!(2), json!(4), json!(20)],
+            vec![json!(0), json!(3), json!(18), json!(21)],
+        ),
+        case(
+            "oneOf told apart by multipleOf and its complement",
+            json!({"oneOf": [{"type": "integer", "multipleOf": 3, "maximum": 30}, {"type": "integer", "not": {"multipleOf": 3}, "minimum": 0}]}),
+            vec![json!(3), json!(4), json!(-6), json!(31)],
+            vec![json!(33), json!(-1), json!("x")],
+        ),
+        case(
+            "if multipleOf then else",
+            json!({"type": "integer", "minimum": 0, "maximum": 50, "if": {"multipleOf": 5}, "then": {"minimum": 10}, "else": {"maximum": 30}}),
+            vec![json!(10), json!(15), json!(29), json!(50), json!(1)],
+            vec![json!(5), json!(0), json!(31), json!(49)],
+        ),
+        case(
+            "allOf of branches implying different types reads each keyword for its own type",
+            json!({"type": "object", "properties": {"n": {"allOf": [{"minProperties": 1}, {"multipleOf": 2}]}}, "required": ["n"]}),
+            vec![
+                json!({"n": 4}),
+                json!({"n": {"a": 1}}),
+                json!({"n": "x"}),
+                json!({"n": null}),
+            ],
+            vec![json!({"n": 3}), json!({"n": {}}), json!({})],
+        ),
+        case(
+            "an enum filtered by multipleOf",
+            json!({"enum": [1, 2, 3, 4, 6.5, 8], "multipleOf": 2}),
+            vec![json!(2), json!(4), json!(8)],
+            vec![json!(1), json!(3), json!(6.5), json!(6)],
+        ),
         json_schema_case(
             "minProperties with declared properties, other keys open",
             json!({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 3}),
@@ -588,9 +689,13 @@ fn mutate_str(s: &str, rng: &mut Rng) -> String {
 fn mutate(v: &Value, pool: &[Value], rng: &mut Rng) -> Value {
     match v {
         Value::String(s) => Value::String(mutate_str(s, rng)),
-        Value::Number(n) => {
+        Value::Number(n) if n.as_i64().is_some() => {
             let x = n.as_i64().unwrap_or(0);
             json!([x - 1, x + 1, x * 2, -x, 0][rng.below(5)])
+        }
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(0.0);
+            json!([x - 0.25, x + 0.01, x * 2.0, -x, x / 2.0, x * 10.0][rng.below(6)])
         }
         Value::Object(map) => {
             let mut out: Map<String, Value> = map.clone();

@@ -33,6 +33,7 @@ pub const SUPPORTED: &[&str] = &[
     "maximum",
     "exclusiveMinimum",
     "exclusiveMaximum",
+    "multipleOf",
     "anyOf",
     "oneOf",
     "allOf",
@@ -63,7 +64,6 @@ pub const ANNOTATIONS: &[&str] = &[
 /// constrain instances and that the converter does not enforce: each is an
 /// error, never ignored.
 pub const UNSUPPORTED: &[&str] = &[
-    "multipleOf",
     "contains",
     "minContains",
     "maxContains",
@@ -108,8 +108,14 @@ pub const ARRAY: &[&str] = &[
 ];
 /// The keywords specific to strings.
 pub const STRING: &[&str] = &["minLength", "maxLength", "pattern", "format"];
-/// The keywords specific to numbers (the bounds).
-pub const NUMBER: &[&str] = &["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
+/// The keywords specific to numbers.
+pub const NUMBER: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
 /// The keywords that hold `$ref` targets (`definitions` is draft 4's `$defs`).
 pub const DEFINITIONS: &[&str] = &["$defs", "definitions"];
 

@@ -104,19 +104,149 @@ impl Bound {
     }
 }
 
-/// Numeric bounds, each optional.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// A `multipleOf` value as an integer over a power of ten: `2.5` is
+/// 25 / 10^1, `0.01` is 1 / 10^2, `30` is 30 / 10^0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Divisor {
+    pub modulus: u64,
+    pub scale: u32,
+}
+
+/// Why a `multipleOf` value cannot be enforced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DivisorError {
+    #[error("must be greater than 0")]
+    NotPositive,
+    #[error("has more than {limit} significant digits, or more than {limit} digits after the point: a multiple of it cannot be written in the digits a number is limited to")]
+    TooPrecise { limit: usize },
+    #[error("is {modulus} steps of {step}: the grammar tracks the remainder of the digits read by {modulus}, and remainders by more than {limit} are more states than it can write")]
+    TooManyRemainders {
+        modulus: u64,
+        step: String,
+        limit: u64,
+    },
+}
+
+impl Divisor {
+    /// The most significant digits, and the most digits after the point, a
+    /// `multipleOf` value may have (its integer must fit arithmetic on
+    /// `u64` with room for one more digit).
+    pub const MAX_DIGITS: usize = 17;
+
+    /// The largest modulus enforced: the automaton of the multiples has a
+    /// state per remainder (see `lang::MAX_STATES`).
+    pub const MAX_MODULUS: u64 = 4000;
+
+    /// The divisor of a `multipleOf` value.
+    pub fn of(d: &Decimal) -> Result<Divisor, DivisorError> {
+        if d.is_zero() || d.is_negative() {
+            return Err(DivisorError::NotPositive);
+        }
+        let too_precise = DivisorError::TooPrecise {
+            limit: Self::MAX_DIGITS,
+        };
+        let digits = usize::try_from(d.digits_len()).unwrap_or(usize::MAX);
+        // value = 0.d1…dn × 10^point = (d1…dn) × 10^(point − n)
+        let exponent = d.point() - d.digits_len();
+        let zeros = usize::try_from(exponent.max(0)).unwrap_or(usize::MAX);
+        let scale = usize::try_from((-exponent).max(0)).unwrap_or(usize::MAX);
+        if digits.saturating_add(zeros) > Self::MAX_DIGITS || scale > Self::MAX_DIGITS {
+            return Err(too_precise);
+        }
+        let mut modulus: u64 = 0;
+        for i in 0..digits {
+            modulus = modulus * 10 + u64::from(d.digit(i).unwrap_or(0));
+        }
+        for _ in 0..zeros {
+            modulus *= 10;
+        }
+        let divisor = Divisor {
+            modulus,
+            scale: u32::try_from(scale).unwrap_or(u32::MAX),
+        };
+        if modulus > Self::MAX_MODULUS {
+            return Err(DivisorError::TooManyRemainders {
+                modulus,
+                step: Decimal::pow10(-i64::from(divisor.scale)).to_string(),
+                limit: Self::MAX_MODULUS,
+            });
+        }
+        Ok(divisor)
+    }
+
+    /// Whether `d` is an integer multiple of the divisor.
+    pub fn divides(&self, d: &Decimal) -> bool {
+        let scaled = d.shifted(i64::from(self.scale));
+        if !scaled.is_integer() {
+            return false;
+        }
+        if scaled.is_zero() {
+            return true;
+        }
+        // The integer is d1…dn followed by (point − n) zeros.
+        let m = u128::from(self.modulus.max(1));
+        let mut rest: u128 = 0;
+        for i in 0..usize::try_from(scaled.digits_len()).unwrap_or(0) {
+            rest = (rest * 10 + u128::from(scaled.digit(i).unwrap_or(0))) % m;
+        }
+        let mut zeros = scaled.point() - scaled.digits_len();
+        let mut base = 10 % m;
+        while zeros > 0 {
+            if zeros & 1 == 1 {
+                rest = rest * base % m;
+            }
+            base = base * base % m;
+            zeros >>= 1;
+        }
+        rest == 0
+    }
+
+    /// The value as JSON Schema writes it, for messages.
+    pub fn describe(&self) -> String {
+        Decimal::from_i128(i128::from(self.modulus))
+            .shifted(-i64::from(self.scale))
+            .to_string()
+    }
+}
+
+/// Numeric bounds, each optional, and divisors.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct NumRange {
     pub min: Option<Bound>,
     pub max: Option<Bound>,
+    /// The value is a multiple of each (`multipleOf`).
+    pub divisors: Vec<Divisor>,
+    /// The value is a multiple of none of them (`not: {multipleOf}`).
+    pub non_divisors: Vec<Divisor>,
 }
 
 impl NumRange {
+    /// Numbers between two bounds.
+    pub fn between(min: Option<Bound>, max: Option<Bound>) -> NumRange {
+        NumRange {
+            min,
+            max,
+            ..NumRange::default()
+        }
+    }
+
+    /// Whether the range has divisors or non-divisors, beyond its bounds.
+    pub fn has_divisors(&self) -> bool {
+        !self.divisors.is_empty() || !self.non_divisors.is_empty()
+    }
+
     /// The numbers in both ranges.
     pub fn intersect(&self, other: &NumRange) -> NumRange {
+        let union = |a: &[Divisor], b: &[Divisor]| {
+            let mut out = a.to_vec();
+            out.extend(b.iter().filter(|d| !a.contains(d)));
+            out
+        };
         NumRange {
             min: Bound::tighter_lower(self.min.clone(), other.min.clone()),
             max: Bound::tighter_upper(self.max.clone(), other.max.clone()),
+            divisors: union(&self.divisors, &other.divisors),
+            non_divisors: union(&self.non_divisors, &other.non_divisors),
         }
     }
 
@@ -124,6 +254,8 @@ impl NumRange {
     pub fn contains(&self, d: &Decimal) -> bool {
         self.min.as_ref().is_none_or(|b| b.admits_above(d))
             && self.max.as_ref().is_none_or(|b| b.admits_below(d))
+            && self.divisors.iter().all(|m| m.divides(d))
+            && !self.non_divisors.iter().any(|m| m.divides(d))
     }
 
     /// The integers in the range, when both bounds are given and there are
@@ -143,7 +275,8 @@ impl NumRange {
         )
     }
 
-    /// Whether no number is in the range.
+    /// Whether no number is in the range by its bounds (divisors can leave
+    /// a range with bounds empty too; emitting it finds out).
     pub fn is_empty(&self) -> bool {
         matches!((&self.max, &self.min), (Some(hi), Some(lo)) if hi.is_below(lo))
     }
@@ -151,7 +284,13 @@ impl NumRange {
     /// Whether no number is in both ranges.
     pub fn is_disjoint(&self, other: &NumRange) -> bool {
         let below = |max: &Option<Bound>, min: &Option<Bound>| matches!((max, min), (Some(hi), Some(lo)) if hi.is_below(lo));
-        below(&self.max, &other.min) || below(&other.max, &self.min)
+        // A multiple of `m` is never in a range that excludes multiples of `m`.
+        let excluded =
+            |a: &NumRange, b: &NumRange| a.divisors.iter().any(|m| b.non_divisors.contains(m));
+        below(&self.max, &other.min)
+            || below(&other.max, &self.min)
+            || excluded(self, other)
+            || excluded(other, self)
     }
 }
 
@@ -168,7 +307,7 @@ mod tests {
     }
 
     fn range(min: Option<Bound>, max: Option<Bound>) -> NumRange {
-        NumRange { min, max }
+        NumRange::between(min, max)
     }
 
     #[test]

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, HashMap};
 use super::canonical;
 use super::formats::Format;
 use super::ir::{Defs, Node, StrNode};
-use super::lang::Dfa;
+use super::lang::{self, Dfa, Re};
 use super::numeric;
 use super::options::Layout;
-use super::range::NumRange;
+use super::range::{Bound, Divisor, NumRange};
 use super::regex;
 use super::strings;
 use super::Productive;
@@ -51,6 +51,7 @@ pub fn emit(
         pending: Vec::new(),
         hoisted: HashMap::new(),
         strings: HashMap::new(),
+        multiples: HashMap::new(),
         empty_range: None,
         limitation: None,
     };
@@ -125,6 +126,8 @@ struct Emitter<'a> {
     pending: Vec<usize>,
     /// The grammar of each string node written from an automaton.
     strings: HashMap<StrNode, Option<Expr>>,
+    /// The grammar of each numeric node with divisors (integer or not).
+    multiples: HashMap<(bool, NumRange), Option<Expr>>,
     /// The rule already holding each hoisted repetition body.
     hoisted: HashMap<Expr, String>,
     /// Why the first numeric range that matched nothing did: a union drops
@@ -266,11 +269,11 @@ impl Emitter<'_> {
             Node::Never => return Ok(None),
             Node::Null => Expr::lit("null"),
             Node::Bool => self.shared("boolean"),
-            Node::Int(range) => match self.integer(range) {
+            Node::Int(range) => match self.integer(range)? {
                 Some(x) => x,
                 None => return Ok(None),
             },
-            Node::Num(range) => match self.number(range) {
+            Node::Num(range) => match self.number(range)? {
                 Some(x) => x,
                 None => return Ok(None),
             },
@@ -333,21 +336,99 @@ impl Emitter<'_> {
     /// The integers of `range`, or `None` when it holds none (a branch of
     /// a union such as `not: {enum: [6379, 6380]}` leaves between two
     /// neighbours).
-    fn integer(&mut self, range: &NumRange) -> Option<Expr> {
+    fn integer(&mut self, range: &NumRange) -> Result<Option<Expr>, String> {
+        if range.has_divisors() {
+            return self.multiples(range, true);
+        }
         if range.min.is_none() && range.max.is_none() {
-            return Some(self.shared("integer"));
+            return Ok(Some(self.shared("integer")));
         }
         let expr = numeric::integer_range(range.min.as_ref(), range.max.as_ref());
-        self.range_or_none(expr)
+        Ok(self.range_or_none(expr))
     }
 
     /// The numbers of `range`, or `None` when it holds none.
-    fn number(&mut self, range: &NumRange) -> Option<Expr> {
+    fn number(&mut self, range: &NumRange) -> Result<Option<Expr>, String> {
+        if range.has_divisors() {
+            return self.multiples(range, false);
+        }
         if range.min.is_none() && range.max.is_none() {
-            return Some(self.shared("number"));
+            return Ok(Some(self.shared("number")));
         }
         let expr = numeric::number_range(range.min.as_ref(), range.max.as_ref());
-        self.range_or_none(expr)
+        Ok(self.range_or_none(expr))
+    }
+
+    /// The numbers (or integers) of a range with divisors: the automaton of
+    /// the range's numerals intersected with each divisor's (and the
+    /// complement of each non-divisor's). Written without exponents, and
+    /// without the cap on integer digits where the range is open (counting
+    /// digits would multiply the divisor's states by the cap).
+    fn multiples(&mut self, range: &NumRange, integer: bool) -> Result<Option<Expr>, String> {
+        let key = (integer, range.clone());
+        if let Some(done) = self.multiples.get(&key) {
+            return Ok(done.clone());
+        }
+        let (min, max) = (range.min.as_ref(), range.max.as_ref());
+        // Divisors of modulus 1 (`0.01`) only limit fraction digits.
+        if range.non_divisors.is_empty() && range.divisors.iter().all(|d| d.modulus == 1) {
+            let expr = if integer {
+                numeric::integer_range(min, max)
+            } else {
+                let scale = range.divisors.iter().map(|d| d.scale).min().unwrap_or(0);
+                numeric::decimal_range(min, max, usize::try_from(scale).unwrap_or(usize::MAX))
+            };
+            let written = self.range_or_none(expr);
+            self.multiples.insert(key, written.clone());
+            return Ok(written);
+        }
+        let syntax = numeric::uncapped_range(min, max, integer);
+        let Some(syntax) = self.range_or_none(syntax) else {
+            return Ok(None);
+        };
+        let syntax = Re::from_expr(&syntax)
+            .ok_or_else(|| "internal: a numeric range refers to a rule".to_owned())?;
+        let multiple = |d: &Divisor| Re::Multiple {
+            modulus: d.modulus,
+            scale: d.scale,
+        };
+        let mut parts = vec![syntax];
+        parts.extend(range.divisors.iter().map(multiple));
+        parts.extend(range.non_divisors.iter().map(|d| multiple(d).complement()));
+        let dfa = lang::automaton(&Re::And(parts)).map_err(|_| {
+            let of = |ds: &[Divisor]| ds.iter().map(Divisor::describe).collect::<Vec<_>>();
+            let mut what = of(&range.divisors).join(" and ");
+            let not = of(&range.non_divisors);
+            if !not.is_empty() {
+                what = format!("{what} not of {}", not.join(" or "));
+            }
+            format!(
+                "\"multipleOf\" cannot be enforced here: the {} multiples of {} with {} and {} need an automaton of more than {} states",
+                if integer { "integer" } else { "number" },
+                what.trim_start(),
+                Bound::describe(min, true),
+                Bound::describe(max, false),
+                lang::MAX_STATES
+            )
+        })?;
+        let written = self.automaton(
+            &dfa,
+            0,
+            None,
+            if integer { "multiple-int" } else { "multiple" },
+        )?;
+        if written.is_none() {
+            self.empty_range.get_or_insert_with(|| {
+                format!(
+                    "no {} between {} and {} meets its \"multipleOf\"",
+                    if integer { "integer" } else { "number" },
+                    Bound::describe(min, true),
+                    Bound::describe(max, false)
+                )
+            });
+        }
+        self.multiples.insert(key, written.clone());
+        Ok(written)
     }
 
     fn range_or_none(&mut self, expr: Result<Expr, numeric::RangeError>) -> Option<Expr> {
@@ -423,11 +504,17 @@ impl Emitter<'_> {
         else {
             return Ok(None);
         };
-        let ch = self.shared("char");
+        let any = strings::any_char();
         let mut start = None;
         for (name, expr) in emitted.rules {
             start.get_or_insert_with(|| name.clone());
-            self.define(name, expr.replace(&strings::any_char(), &ch));
+            let expr = if expr_holds(&expr, &any) {
+                let ch = self.shared("char");
+                expr.replace(&any, &ch)
+            } else {
+                expr
+            };
+            self.define(name, expr);
         }
         Ok(start.map(Expr::rule))
     }
@@ -436,6 +523,16 @@ impl Emitter<'_> {
 /// A string of this content.
 fn quoted(content: Expr) -> Expr {
     Expr::seq([Expr::lit("\""), content, Expr::lit("\"")])
+}
+
+/// Whether `part` occurs in `expr`.
+fn expr_holds(expr: &Expr, part: &Expr) -> bool {
+    expr == part
+        || match expr {
+            Expr::Alt(items) | Expr::Seq(items) => items.iter().any(|x| expr_holds(x, part)),
+            Expr::Repeat { expr, .. } => expr_holds(expr, part),
+            _ => false,
+        }
 }
 
 fn expr_mentions(expr: &Expr, rule: &str) -> bool {

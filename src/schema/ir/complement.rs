@@ -35,16 +35,13 @@ pub fn all_except(values: &[Value]) -> Node {
     numbers.dedup();
     let mut lower: Option<Bound> = None;
     for n in numbers {
-        branches.push(Node::Num(NumRange {
-            min: lower.take(),
-            max: Some(Bound::Exclusive(n.clone())),
-        }));
+        branches.push(Node::Num(NumRange::between(
+            lower.take(),
+            Some(Bound::Exclusive(n.clone())),
+        )));
         lower = Some(Bound::Exclusive(n));
     }
-    branches.push(Node::Num(NumRange {
-        min: lower,
-        max: None,
-    }));
+    branches.push(Node::Num(NumRange::between(lower, None)));
     let strings: Vec<String> = values
         .iter()
         .filter_map(|v| v.as_str().map(str::to_owned))

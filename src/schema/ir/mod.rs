@@ -458,10 +458,7 @@ mod testing {
 
     pub fn int(min: Option<i64>, max: Option<i64>) -> Node {
         let b = |v: i64| Bound::Inclusive(Decimal::parse(&v.to_string()).unwrap());
-        Node::Int(NumRange {
-            min: min.map(b),
-            max: max.map(b),
-        })
+        Node::Int(NumRange::between(min.map(b), max.map(b)))
     }
 
     pub fn obj(props: Vec<(&str, Node, bool)>, additional: Node) -> Node {

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use super::alphabet::{Alphabet, Bits};
 use super::terms::{Terms, NOTHING};
-use super::{FxMap, LangError, Re, MAX_STATES};
+use super::{FxMap, LangError, Re, MAX_STATES, NUMERAL_CHARS};
 use crate::schema::strings::CharSet;
 
 /// One state: whether it accepts, and its transitions (disjoint class sets,
@@ -29,8 +29,12 @@ impl Dfa {
     pub fn new(re: &Re) -> Result<Dfa, LangError> {
         let mut sets = Vec::new();
         re.sets(&mut sets);
+        let numerals = NUMERAL_CHARS.map(CharSet::single);
+        if re.reads_numerals() {
+            sets.extend(numerals.iter());
+        }
         let alphabet = Alphabet::of(&sets);
-        let mut terms = Terms::new(alphabet.len());
+        let mut terms = Terms::new(&alphabet);
         let root = terms.of(re, &alphabet);
         let mut ids: FxMap<u32, usize> = FxMap::default();
         let mut order = vec![root];

@@ -66,7 +66,18 @@ pub enum Re {
     Not(Box<Re>),
     /// The operand `min..=max` times (`None`: unbounded).
     Repeat(Box<Re>, u32, Option<u32>),
+    /// Decimal numerals (`-?[0-9]+(\.[0-9]+)?`, leading zeros included)
+    /// with at most `scale` fraction digits, whose value is a multiple of
+    /// `modulus / 10^scale` (`multipleOf: 2.5` is modulus 25, scale 1).
+    /// Any other string is outside, exponents and trailing zeros past
+    /// `scale` included: intersect with a numeral syntax.
+    Multiple { modulus: u64, scale: u32 },
 }
+
+/// The characters a [`Re::Multiple`] reads, each its own class: the digits,
+/// the decimal point and the minus sign, in that order.
+pub(super) const NUMERAL_CHARS: [char; 12] =
+    ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '.', '-'];
 
 /// The automaton of a description, from a small per-thread cache: a schema
 /// asks for the same language when it is parsed, merged and written, and
@@ -172,6 +183,19 @@ impl Re {
                 }
             }
             Re::Not(inner) | Re::Repeat(inner, _, _) => inner.sets(out),
+            Re::Multiple { .. } => {}
+        }
+    }
+
+    /// Whether the description reads numerals ([`Re::Multiple`]).
+    fn reads_numerals(&self) -> bool {
+        match self {
+            Re::Set(_) => false,
+            Re::Seq(items) | Re::Alt(items) | Re::And(items) => {
+                items.iter().any(Re::reads_numerals)
+            }
+            Re::Not(inner) | Re::Repeat(inner, _, _) => inner.reads_numerals(),
+            Re::Multiple { .. } => true,
         }
     }
 }

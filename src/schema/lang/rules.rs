@@ -366,6 +366,12 @@ impl Writer<'_> {
         if self.indegree[t] == 1 && depth < INLINE_DEPTH {
             return self.expr(t, depth + 1);
         }
+        // An end (accepting, nothing follows) is the empty string wherever
+        // it is referred to, not a rule of its own.
+        let node = &self.nodes[t];
+        if node.edges.is_empty() && node.sink.is_none() && node.self_loop.is_none() {
+            return Expr::empty();
+        }
         let name = (self.fresh)();
         self.names[t] = Some(name.clone());
         self.pending.push(t);

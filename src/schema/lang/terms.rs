@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use super::alphabet::{Alphabet, Bits};
-use super::{FxMap, Re};
+use super::{FxMap, Re, NUMERAL_CHARS};
 
 pub(super) type Id = u32;
 
@@ -20,6 +20,100 @@ enum Term {
     And(Box<[Id]>),
     Not(Id),
     Rep(Id, u32, Option<u32>),
+    /// A [`Re::Multiple`] language after some characters.
+    Mod(Numeral),
+}
+
+/// Where a numeral of a [`Re::Multiple`] language is: the value read so
+/// far modulo `modulus` (fraction digits included, as if the point were
+/// not there) and the part being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Numeral {
+    modulus: u64,
+    scale: u32,
+    rest: u64,
+    part: Part,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Part {
+    /// Nothing read.
+    Start,
+    /// The minus sign read.
+    Sign,
+    /// Integer digits.
+    Int,
+    /// After the point, this many fraction digits read (up to `scale`).
+    Frac(u32),
+}
+
+impl Numeral {
+    /// Whether the numeral read so far is a multiple.
+    fn accepts(&self) -> bool {
+        let read = match self.part {
+            Part::Start | Part::Sign | Part::Frac(0) => return false,
+            Part::Int => 0,
+            Part::Frac(c) => c,
+        };
+        times_pow10(self.rest, self.scale.saturating_sub(read), self.modulus) == 0
+    }
+
+    /// Whether some continuation makes it a multiple. In the fraction the
+    /// digits left (at most `scale`) are few: with `j` significant digits to go, the value
+    /// ends as `rest * 10^j + w` for some `w < 10^j`, so only remainders
+    /// that such a `w` completes stay alive (all of them once `10^j`
+    /// reaches the modulus). This keeps the automaton from exploring every
+    /// remainder at every fraction position.
+    fn can_accept(&self) -> bool {
+        let left = match self.part {
+            Part::Frac(c) => self.scale.saturating_sub(c),
+            Part::Start | Part::Sign | Part::Int => return true,
+        };
+        let m = u128::from(self.modulus.max(1));
+        let reach = match 10u128.checked_pow(left) {
+            Some(p) if p < m => p,
+            _ => return true,
+        };
+        let need = (m - u128::from(times_pow10(self.rest, left, self.modulus))) % m;
+        need < reach
+    }
+
+    /// The numeral after one more character (`symbol`: an index into
+    /// [`NUMERAL_CHARS`]), or `None` when it is no longer a numeral.
+    fn after(&self, symbol: u8) -> Option<Numeral> {
+        let digit = (symbol < 10).then_some(u64::from(symbol));
+        let with = |rest: u64, part: Part| {
+            let next = Numeral {
+                rest,
+                part,
+                ..*self
+            };
+            next.can_accept().then_some(next)
+        };
+        let push = |d: u64| (self.rest * 10 + d) % self.modulus;
+        match (self.part, digit, symbol) {
+            (Part::Start, None, 11) => with(0, Part::Sign),
+            (Part::Start | Part::Sign | Part::Int, Some(d), _) => with(push(d), Part::Int),
+            (Part::Int, None, 10) => with(self.rest, Part::Frac(0)),
+            (Part::Frac(c), Some(d), _) if c < self.scale => with(push(d), Part::Frac(c + 1)),
+            _ => None,
+        }
+    }
+}
+
+/// `rest * 10^exponent mod modulus`.
+fn times_pow10(rest: u64, exponent: u32, modulus: u64) -> u64 {
+    let m = u128::from(modulus.max(1));
+    let mut acc = u128::from(rest) % m;
+    let (mut base, mut e) = (10u128 % m, exponent);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc * base % m;
+        }
+        base = base * base % m;
+        e >>= 1;
+    }
+    u64::try_from(acc).unwrap_or(0)
 }
 
 pub(super) const NOTHING: Id = 0;
@@ -30,6 +124,11 @@ const TOP: Id = 2;
 /// The arena.
 pub(super) struct Terms {
     classes: usize,
+    /// For each class, the numeral character it is (an index into
+    /// [`NUMERAL_CHARS`]); meaningful when the alphabet splits them.
+    numeral: Vec<Option<u8>>,
+    /// The classes split by numeral character, for [`Term::Mod`].
+    numeral_blocks: Rc<[Bits]>,
     terms: Vec<Term>,
     nullable: Vec<bool>,
     index: FxMap<Term, Id>,
@@ -38,9 +137,29 @@ pub(super) struct Terms {
 }
 
 impl Terms {
-    pub(super) fn new(classes: usize) -> Terms {
+    pub(super) fn new(alphabet: &Alphabet) -> Terms {
+        let classes = alphabet.len();
+        let mut numeral = vec![None; classes];
+        let mut blocks = Vec::new();
+        let mut rest = Bits::full(classes);
+        for (i, c) in (0u8..).zip(NUMERAL_CHARS) {
+            if let Some(class) = alphabet.class_of(c) {
+                if let Some(slot) = numeral.get_mut(class) {
+                    *slot = Some(i);
+                }
+                let mut block = Bits::empty(classes);
+                block.insert(class);
+                rest = rest.minus(&block);
+                blocks.push(block);
+            }
+        }
+        if !rest.is_empty() {
+            blocks.push(rest);
+        }
         let mut t = Terms {
             classes,
+            numeral,
+            numeral_blocks: blocks.into(),
             terms: Vec::new(),
             nullable: Vec::new(),
             index: FxMap::default(),
@@ -73,6 +192,7 @@ impl Terms {
             Term::And(xs) => xs.iter().all(|x| self.nullable(*x)),
             Term::Not(a) => !self.nullable(*a),
             Term::Rep(a, min, _) => *min == 0 || self.nullable(*a),
+            Term::Mod(n) => n.accepts(),
         };
         let id = self.terms.len() as Id;
         self.terms.push(term.clone());
@@ -107,6 +227,12 @@ impl Terms {
                 let id = self.of(inner, alphabet);
                 self.rep(id, *min, *max)
             }
+            Re::Multiple { modulus, scale } => self.intern(Term::Mod(Numeral {
+                modulus: (*modulus).max(1),
+                scale: *scale,
+                rest: 0,
+                part: Part::Start,
+            })),
         }
     }
 
@@ -285,6 +411,13 @@ impl Terms {
                 let rest = self.rep(a, min.saturating_sub(1), max.map(|m| m - 1));
                 self.cat(da, rest)
             }
+            Term::Mod(n) => {
+                let symbol = self.numeral.get(class).copied().flatten();
+                match symbol.and_then(|s| n.after(s)) {
+                    Some(next) => self.intern(Term::Mod(next)),
+                    None => NOTHING,
+                }
+            }
         };
         self.derivatives.insert((id, class), d);
         d
@@ -317,6 +450,7 @@ impl Terms {
                 acc
             }
             Term::Not(a) | Term::Rep(a, _, _) => self.partition(a).to_vec(),
+            Term::Mod(_) => self.numeral_blocks.to_vec(),
         };
         let blocks: Rc<[Bits]> = blocks.into();
         self.partitions.insert(id, Rc::clone(&blocks));

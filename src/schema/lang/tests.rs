@@ -54,7 +54,36 @@ fn reference(re: &Re, s: &[char], i: usize, j: usize) -> bool {
         Re::And(items) => items.iter().all(|x| reference(x, s, i, j)),
         Re::Not(x) => !reference(x, s, i, j),
         Re::Repeat(x, min, max) => rep(x, *min, *max, s, i, j),
+        Re::Multiple { modulus, scale } => {
+            let text: String = s[i..j].iter().collect();
+            is_multiple(&text, *modulus, *scale)
+        }
     }
+}
+
+/// Whether `text` is a numeral `-?[0-9]+(\.[0-9]+)?` with at most `scale`
+/// fraction digits whose value is a multiple of `modulus / 10^scale`: by exact rational arithmetic on the
+/// numeral's integer and fraction (i128), a reading independent of the
+/// automaton's digit-by-digit remainders.
+fn is_multiple(text: &str, modulus: u64, scale: u32) -> bool {
+    let body = text.strip_prefix('-').unwrap_or(text);
+    let (int, frac) = match body.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (body, None),
+    };
+    let digits = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
+    if !digits(int) || frac.is_some_and(|f| !digits(f)) {
+        return false;
+    }
+    let frac = frac.unwrap_or("");
+    if frac.len() > scale as usize {
+        return false;
+    }
+    // value = int + frac / 10^len(frac); it is a multiple of m / 10^k when
+    // (int * 10^len + frac) * 10^k is a multiple of m * 10^len.
+    let len = frac.len() as u32;
+    let numerator = (int.to_owned() + frac).parse::<i128>().unwrap_or(0) * 10i128.pow(scale);
+    numerator % (i128::from(modulus) * 10i128.pow(len)) == 0
 }
 
 fn seq(items: &[Re], s: &[char], i: usize, j: usize) -> bool {
@@ -319,6 +348,60 @@ fn intersections_and_complements_of_patterns_agree_with_the_regex_crate() {
                 "{pa:?} but not {pb:?} on {text:?}"
             );
         }
+    }
+}
+
+#[test]
+fn multiples_match_exact_arithmetic_on_every_short_numeral() {
+    const CHARS: [char; 7] = ['0', '1', '3', '5', '7', '.', '-'];
+    let mut texts = vec![String::new()];
+    let mut layer = vec![String::new()];
+    for _ in 0..6 {
+        layer = layer
+            .iter()
+            .flat_map(|t| CHARS.iter().map(move |c| format!("{t}{c}")))
+            .collect();
+        texts.extend(layer.iter().cloned());
+    }
+    let syntax =
+        Re::from_expr(&crate::schema::numeric::uncapped_range(None, None, false).unwrap()).unwrap();
+    let numerals = Dfa::new(&syntax).unwrap();
+    for (modulus, scale) in [
+        (1, 0),
+        (7, 0),
+        (25, 1),
+        (1, 2),
+        (675, 2),
+        (10, 0),
+        (3, 3),
+        (12, 1),
+    ] {
+        let multiple = Re::Multiple { modulus, scale };
+        let dfa = Dfa::new(&multiple).unwrap();
+        let not = Dfa::new(&Re::And(vec![
+            syntax.clone(),
+            multiple.clone().complement(),
+        ]))
+        .unwrap();
+        let mut accepted = 0;
+        for t in &texts {
+            let expected = is_multiple(t, modulus, scale);
+            assert_eq!(dfa.matches(t), expected, "{t} against {modulus}/10^{scale}");
+            let numeral = numerals.matches(t);
+            let within = t
+                .split_once('.')
+                .is_none_or(|(_, f)| f.len() <= scale as usize);
+            assert_eq!(
+                not.matches(t),
+                numeral && !(within && expected),
+                "{t} outside {modulus}/10^{scale}"
+            );
+            accepted += usize::from(expected);
+        }
+        assert!(
+            accepted > 10,
+            "{modulus}/10^{scale}: only {accepted} multiples"
+        );
     }
 }
 

@@ -240,19 +240,17 @@ impl<'a> Ctx<'a> {
             };
         }
         if let Some(v) = map.get("allOf") {
-            for (i, branch) in self
-                .branches(v, ptr, "allOf", depth)?
-                .into_iter()
-                .enumerate()
-            {
-                node = ir::intersect(&node, &branch, &self.defs).map_err(|reason| {
-                    err(
-                        ptr,
-                        ErrorKind::AllOfNotMergeable {
-                            reason: format!("branch {i}: {reason}"),
-                        },
-                    )
-                })?;
+            let before = node.clone();
+            node = self.all_of(&before, v, ptr, depth)?;
+            // Branches whose implied types differ (`{"minProperties": 2}`
+            // and `{"multipleOf": 2}`) leave nothing when each takes its
+            // own; a validator reads each keyword as constraining its own
+            // type only, and so does the converter then.
+            if node == Node::Never && self.infer_types {
+                self.infer_types = false;
+                let read = self.all_of(&before, v, ptr, depth);
+                self.infer_types = true;
+                node = read?;
             }
         }
         if let Some(v) = map.get("anyOf") {
@@ -272,6 +270,32 @@ impl<'a> Ctx<'a> {
                 let cases = self.conditional(map, condition, ptr, depth)?;
                 node = self.merge(&node, &cases, ptr, "if")?;
             }
+        }
+        Ok(node)
+    }
+
+    /// `node` intersected with every branch of `allOf`.
+    fn all_of(
+        &mut self,
+        node: &Node,
+        v: &'a Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Node, SchemaError> {
+        let mut node = node.clone();
+        for (i, branch) in self
+            .branches(v, ptr, "allOf", depth)?
+            .into_iter()
+            .enumerate()
+        {
+            node = ir::intersect(&node, &branch, &self.defs).map_err(|reason| {
+                err(
+                    ptr,
+                    ErrorKind::AllOfNotMergeable {
+                        reason: format!("branch {i}: {reason}"),
+                    },
+                )
+            })?;
         }
         Ok(node)
     }

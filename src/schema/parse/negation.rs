@@ -23,7 +23,7 @@ const MAX_PAIRED_BRANCHES: usize = 8;
 
 /// What `not` can be written around, for the error message.
 const FORMS: &str = "is only supported around schemas made of \"type\", \"enum\", \"const\", \
-     \"required\", numeric bounds, \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \
+     \"required\", numeric bounds, \"multipleOf\", \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \
      \"minProperties\"/\"maxProperties\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") \
      and \"not\"/\"anyOf\"/\"allOf\" of such schemas";
 
@@ -142,15 +142,15 @@ impl<'a> Ctx<'a> {
             // Numbers outside the range.
             let range = self.range(map, ptr)?;
             if let Some(b) = &range.min {
-                branches.push(Node::Num(NumRange {
-                    min: None,
-                    max: Some(b.flipped()),
-                }));
+                branches.push(Node::Num(NumRange::between(None, Some(b.flipped()))));
             }
             if let Some(b) = &range.max {
+                branches.push(Node::Num(NumRange::between(Some(b.flipped()), None)));
+            }
+            for d in range.divisors {
                 branches.push(Node::Num(NumRange {
-                    min: Some(b.flipped()),
-                    max: None,
+                    non_divisors: vec![d],
+                    ..NumRange::default()
                 }));
             }
         }

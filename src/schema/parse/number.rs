@@ -1,12 +1,12 @@
 //! Numeric bounds: `minimum`, `maximum`, `exclusiveMinimum`,
-//! `exclusiveMaximum` (draft 4 boolean forms included).
+//! `exclusiveMaximum` (draft 4 boolean forms included), and `multipleOf`.
 
 use serde_json::{Map, Value};
 
 use super::{invalid, wrong, Ctx};
 use crate::schema::decimal::Decimal;
 use crate::schema::error::SchemaError;
-use crate::schema::range::{Bound, NumRange};
+use crate::schema::range::{Bound, Divisor, NumRange};
 
 impl<'a> Ctx<'a> {
     pub(super) fn range(
@@ -53,16 +53,20 @@ impl<'a> Ctx<'a> {
         );
         let mut range = NumRange::default();
         for b in mins {
-            range = range.intersect(&NumRange {
-                min: Some(b),
-                max: None,
-            });
+            range = range.intersect(&NumRange::between(Some(b), None));
         }
         for b in maxs {
-            range = range.intersect(&NumRange {
-                min: None,
-                max: Some(b),
-            });
+            range = range.intersect(&NumRange::between(None, Some(b)));
+        }
+        if let Some(value) = map.get("multipleOf") {
+            let d = match value {
+                Value::Number(n) => Decimal::from_json(n),
+                _ => None,
+            }
+            .ok_or_else(|| wrong(ptr, "multipleOf", "a number"))?;
+            let divisor =
+                Divisor::of(&d).map_err(|e| invalid(ptr, "multipleOf", format!("{d} {e}")))?;
+            range.divisors.push(divisor);
         }
         if let (true, Some(lo), Some(hi)) = (range.is_empty(), &range.min, &range.max) {
             return Err(invalid(
