@@ -185,6 +185,13 @@ fn hand_written() -> Vec<(String, Value)> {
                    "required": ["price", "pack", "step", "odd"]}),
         ),
         (
+            "contains with counts",
+            json!({"type": "object", "properties": {"scores": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 100},
+                                                                "contains": {"minimum": 90}, "minContains": 1, "maxContains": 2, "maxItems": 6},
+                                                     "tags": {"type": "array", "items": {"type": "string"}, "contains": {"const": "urgent"}}},
+                   "required": ["scores", "tags"]}),
+        ),
+        (
             "overlapping oneOf",
             json!({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "maximum": 10}]}),
         ),

@@ -36,7 +36,7 @@ final class GrammarTest extends InferTestCase
 
     public function testFromSchemaErrorsAreInferExceptions(): void
     {
-        $this->assertThrows(InferException::class, 'unsupported keyword "contains" at /properties/tags', fn () => Grammar::fromSchema(['properties' => ['tags' => ['contains' => ['type' => 'string']]]]));
+        $this->assertThrows(InferException::class, 'unsupported keyword "unevaluatedItems" at /properties/tags', fn () => Grammar::fromSchema(['properties' => ['tags' => ['unevaluatedItems' => ['type' => 'string']]]]));
         $this->assertThrows(InferException::class, 'keyword "uniqueItems" can only be enforced when every item comes from a finite set of at most 64 values (booleans, null, enums, consts, integer ranges): the grammar cannot compare items at /properties/tags', fn () => Grammar::fromSchema(['properties' => ['tags' => ['type' => 'array', 'items' => ['type' => 'string'], 'uniqueItems' => true]]]));
         $this->assertThrows(InferException::class, 'schema must be an array or a JSON string, got float', fn () => Grammar::fromSchema(1.5));
     }

@@ -17,7 +17,13 @@ fn error_of(schema: Value) -> String {
 #[test]
 fn each_bad_schema_gets_a_precise_message() {
     let cases: Vec<(Value, &str)> = vec![
-        (json!({"type": "object", "properties": {"tags": {"contains": {}}}}), "unsupported keyword \"contains\" at /properties/tags (supported: type, not, enum,"),
+        (json!({"type": "object", "properties": {"tags": {"unevaluatedItems": false}}}), "unsupported keyword \"unevaluatedItems\" at /properties/tags (supported: type, not, enum,"),
+        (json!({"type": "array", "prefixItems": [{"type": "integer"}], "contains": {"type": "string"}}), "keyword \"contains\" cannot be enforced beside \"prefixItems\" (or an \"items\" array): the grammar counts matching items past the tuple only at the root (#)"),
+        (json!({"type": "array", "contains": {"type": "string", "format": "date"}, "maxContains": 2}), "keyword \"maxContains\" needs the items \"contains\" refuses, and they cannot be written: keyword \"not\" cannot exclude a \"format\""),
+        (json!({"type": "array", "contains": {}, "minContains": 3, "maxContains": 2}), "keyword \"minContains\" 3 is greater than \"maxContains\" 2"),
+        (json!({"type": "array", "contains": {}, "maxContains": 0}), "keyword \"minContains\" 1 (its default beside \"contains\") is greater than \"maxContains\" 0"),
+        (json!({"type": "array", "contains": {"type": "integer"}, "minContains": 40, "maxItems": 100}), "\"contains\" with these counts needs 4141 cases of (items, matching items), more than the 1024 a grammar is written with"),
+        (json!({"allOf": [{"type": "array", "contains": {"type": "integer"}}, {"contains": {"type": "string"}}]}), "two different \"contains\" on one array cannot be written as one count"),
         (json!({"type": "object", "properties": {"tags": {"not": {"properties": {"a": {}}, "additionalProperties": false}}}}), "keyword \"not\" is only supported around schemas made of \"type\", \"enum\", \"const\", \"required\", numeric bounds, \"multipleOf\", \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \"minProperties\"/\"maxProperties\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") and \"not\"/\"anyOf\"/\"allOf\" of such schemas at /properties/tags/not"),
         (json!({"type": "string", "not": {"format": "date"}}), "keyword \"not\" cannot exclude a \"format\": the converter writes a subset of each format, so its complement would let values of the format through at /not"),
         (json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}, "f": {}, "g": {}}, "required": [], "dependentRequired": {"a": ["h"], "b": ["h"], "c": ["h"], "d": ["h"], "e": ["h"], "f": ["h"], "g": ["h"]}}), "\"dependentRequired\" splitting the object into 128 cases exceeds the limit 64 that a grammar can enforce at the root (#)"),
@@ -28,8 +34,8 @@ fn each_bad_schema_gets_a_precise_message() {
             "unknown keyword \"minLenght\" at the root (#) (did you mean \"minLength\"?)",
         ),
         (
-            json!({"type": "array", "minContains": 2}),
-            "unsupported keyword \"minContains\" at the root (#) (supported: ",
+            json!({"type": "array", "unevaluatedItems": {}}),
+            "unsupported keyword \"unevaluatedItems\" at the root (#) (supported: ",
         ),
         (json!({"type": "number", "multipleOf": 0}), "keyword \"multipleOf\" 0 must be greater than 0 at the root (#)"),
         (json!({"type": "number", "multipleOf": -2}), "keyword \"multipleOf\" -2 must be greater than 0"),
@@ -228,11 +234,11 @@ fn each_bad_schema_gets_a_precise_message() {
 fn pointers_locate_nested_errors() {
     let e = schema::to_gbnf(&json!({
         "type": "object",
-        "properties": {"a~b/c": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"contains": true}]}}}
+        "properties": {"a~b/c": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"unevaluatedItems": true}]}}}
     }))
     .unwrap_err();
     assert_eq!(e.pointer, "/properties/a~0b~1c/items/anyOf/1");
-    assert_eq!(e.keyword(), Some("contains"));
+    assert_eq!(e.keyword(), Some("unevaluatedItems"));
 }
 
 #[test]

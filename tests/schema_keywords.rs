@@ -545,6 +545,70 @@ fn cases() -> Vec<Case> {
             vec![json!({"n": 3}), json!({"n": {}}), json!({})],
         ),
         case(
+            "contains: at least one matching item, anywhere",
+            json!({"type": "array", "contains": {"type": "number", "multipleOf": 3}}),
+            vec![
+                json!([3]),
+                json!(["a", 6]),
+                json!([1, 2, 9, "x"]),
+                json!([3, 3]),
+            ],
+            vec![json!([]), json!(["a"]), json!([1, 2, 4]), json!({})],
+        ),
+        case(
+            "contains with minContains and maxContains",
+            json!({"type": "array", "items": {"type": "integer"}, "contains": {"minimum": 10}, "minContains": 2, "maxContains": 3}),
+            vec![
+                json!([10, 11]),
+                json!([1, 10, 2, 20, 30]),
+                json!([12, 10, 11]),
+            ],
+            vec![
+                json!([10]),
+                json!([10, 11, 12, 13]),
+                json!([1, 2, 3]),
+                json!([10, "x", 11]),
+            ],
+        ),
+        case(
+            "contains with minItems and maxItems",
+            json!({"type": "array", "items": {"enum": ["a", "b", "c"]}, "contains": {"const": "c"}, "minItems": 2, "maxItems": 3}),
+            vec![
+                json!(["a", "c"]),
+                json!(["c", "c"]),
+                json!(["a", "b", "c"]),
+                json!(["c", "a", "a"]),
+            ],
+            vec![
+                json!(["c"]),
+                json!(["a", "b"]),
+                json!(["a", "b", "a", "c"]),
+                json!(["a", "d", "c"]),
+            ],
+        ),
+        case(
+            "maxContains 0 forbids matching items",
+            json!({"type": "array", "contains": {"type": "string"}, "minContains": 0, "maxContains": 0}),
+            vec![json!([]), json!([1, null, true])],
+            vec![json!(["s"]), json!([1, "s"])],
+        ),
+        case(
+            "contains with uniqueItems",
+            json!({"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 4}, "uniqueItems": true, "contains": {"const": 4}}),
+            vec![json!([4]), json!([1, 4]), json!([4, 3, 2, 1])],
+            vec![json!([1, 2]), json!([4, 4]), json!([])],
+        ),
+        case(
+            "contains over objects read as a validator reads them",
+            json!({"type": "array", "items": {"type": "object", "properties": {"kind": {"type": "string"}, "n": {"type": "integer"}}, "required": ["kind"]},
+                   "contains": {"properties": {"kind": {"const": "total"}}}}),
+            vec![
+                json!([{"kind": "total", "n": 1}]),
+                json!([{"kind": "a", "n": 2}, {"kind": "total", "n": 3}]),
+            ],
+            vec![json!([{"kind": "a", "n": 2}]), json!([])],
+        ),
+        case(
             "an enum filtered by multipleOf",
             json!({"enum": [1, 2, 3, 4, 6.5, 8], "multipleOf": 2}),
             vec![json!(2), json!(4), json!(8)],

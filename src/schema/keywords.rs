@@ -25,6 +25,9 @@ pub const SUPPORTED: &[&str] = &[
     "minItems",
     "maxItems",
     "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
     "minLength",
     "maxLength",
     "pattern",
@@ -64,9 +67,6 @@ pub const ANNOTATIONS: &[&str] = &[
 /// constrain instances and that the converter does not enforce: each is an
 /// error, never ignored.
 pub const UNSUPPORTED: &[&str] = &[
-    "contains",
-    "minContains",
-    "maxContains",
     "unevaluatedProperties",
     "unevaluatedItems",
     "$anchor",
@@ -105,6 +105,9 @@ pub const ARRAY: &[&str] = &[
     "minItems",
     "maxItems",
     "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
 ];
 /// The keywords specific to strings.
 pub const STRING: &[&str] = &["minLength", "maxLength", "pattern", "format"];
@@ -226,7 +229,7 @@ mod tests {
         assert_eq!(classify("id"), Class::Annotation);
         assert_eq!(classify("not"), Class::Supported);
         assert_eq!(classify("uniqueItems"), Class::Supported);
-        assert_eq!(classify("contains"), Class::Unsupported);
+        assert_eq!(classify("unevaluatedItems"), Class::Unsupported);
         assert_eq!(classify("minLenght"), Class::Misspelled("minLength"));
         assert_eq!(
             classify("additonalProperties"),

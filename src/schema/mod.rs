@@ -174,6 +174,9 @@ fn is_productive(node: &Node, refs: &[bool], strict: bool) -> bool {
                 .take(needed)
                 .all(|p| is_productive(p, refs, strict))
                 && (needed <= a.prefix.len() || is_productive(&a.items, refs, strict))
+                && a.contains
+                    .as_ref()
+                    .is_none_or(|c| c.min == 0 || is_productive(&c.node, refs, strict))
         }
         Node::Obj(o) => o
             .props

@@ -57,7 +57,25 @@ fn accepts_at(
                     return Some(false);
                 }
             }
-            true
+            match &a.contains {
+                None => true,
+                Some(c) => {
+                    let mut counted = 0u64;
+                    for item in items {
+                        let inside = accepts_at(&c.node, item, defs, next, sem)?;
+                        // With a maximum, an item that does not count must
+                        // be one the grammar writes as not counting.
+                        if !inside && c.max.is_some() && sem == Semantics::Grammar {
+                            let outside = c.outside.as_ref()?;
+                            if !accepts_at(outside, item, defs, next, sem)? {
+                                return Some(false);
+                            }
+                        }
+                        counted += u64::from(inside);
+                    }
+                    counted >= c.min && c.max.is_none_or(|m| counted <= m)
+                }
+            }
         }
         (Node::Obj(o), Value::Object(map)) => {
             let n = map.len() as u64;

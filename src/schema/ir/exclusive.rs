@@ -74,7 +74,13 @@ fn contains_ref(node: &Node) -> bool {
     match node {
         Node::Ref(_) => true,
         Node::AnyOf(bs) | Node::OneOf(bs) => bs.iter().any(contains_ref),
-        Node::Arr(a) => a.prefix.iter().any(contains_ref) || contains_ref(&a.items),
+        Node::Arr(a) => {
+            a.prefix.iter().any(contains_ref)
+                || contains_ref(&a.items)
+                || a.contains.as_ref().is_some_and(|c| {
+                    contains_ref(&c.node) || c.outside.as_ref().is_some_and(contains_ref)
+                })
+        }
         Node::Obj(o) => {
             o.props.iter().any(|p| contains_ref(&p.node)) || contains_ref(&o.additional)
         }

@@ -163,11 +163,21 @@ fn intersect_arr(x: &ArrNode, y: &ArrNode, defs: &Defs, depth: usize) -> Result<
         let b = y.prefix.get(i).unwrap_or(&y.items);
         prefix.push(intersect_at(a, b, defs, depth)?);
     }
+    let contains = match (&x.contains, &y.contains) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(
+                "two different \"contains\" on one array cannot be written as one count".to_owned(),
+            )
+        }
+        (Some(c), _) | (None, Some(c)) => Some(c.clone()),
+        (None, None) => None,
+    };
     Ok(ArrNode {
         prefix,
         items: Box::new(intersect_at(&x.items, &y.items, defs, depth)?),
         min_items: x.min_items.max(y.min_items),
         max_items: min_opt(x.max_items, y.max_items),
+        contains,
     })
 }
 

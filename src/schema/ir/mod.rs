@@ -73,6 +73,21 @@ pub struct ArrNode {
     pub items: Box<Node>,
     pub min_items: u64,
     pub max_items: Option<u64>,
+    /// `contains` with its counts.
+    pub contains: Option<Box<Contains>>,
+}
+
+/// `contains`, `minContains`, `maxContains`: between `min` and `max` items
+/// match `node`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Contains {
+    /// The items that count (a subset of `contains`' values).
+    pub node: Node,
+    /// The items that do not count (a subset of the values `contains`
+    /// refuses); needed only with a maximum.
+    pub outside: Option<Node>,
+    pub min: u64,
+    pub max: Option<u64>,
 }
 
 /// One declared property. A `Never` node means the key is forbidden.
@@ -111,10 +126,16 @@ pub struct ObjNode {
 pub fn size(node: &Node) -> usize {
     1usize.saturating_add(match node {
         Node::AnyOf(xs) | Node::OneOf(xs) => xs.iter().fold(0, |n, x| n.saturating_add(size(x))),
-        Node::Arr(a) => a
-            .prefix
-            .iter()
-            .fold(size(&a.items), |n, x| n.saturating_add(size(x))),
+        Node::Arr(a) => {
+            let counted = a.contains.as_ref().map_or(0, |c| {
+                size(&c.node).saturating_add(c.outside.as_ref().map_or(0, size))
+            });
+            a.prefix
+                .iter()
+                .fold(size(&a.items).saturating_add(counted), |n, x| {
+                    n.saturating_add(size(x))
+                })
+        }
         Node::Obj(o) => {
             let props = o.props.iter().map(|p| size(&p.node));
             let regions = o.regions.iter().map(|(_, n)| size(n));
@@ -169,6 +190,7 @@ impl ArrNode {
             items: Box::new(Node::Any),
             min_items: 0,
             max_items: None,
+            contains: None,
         }
     }
 }

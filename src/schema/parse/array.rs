@@ -1,5 +1,6 @@
 //! Array keywords: `items` (draft 4 tuple form and its `additionalItems`
-//! included), `prefixItems`, `minItems`, `maxItems`, `uniqueItems`.
+//! included), `prefixItems`, `minItems`, `maxItems`, `uniqueItems`,
+//! `contains` with `minContains`/`maxContains`.
 //! `additionalItems` beside a single-schema `items` (or none) has no effect,
 //! as in JSON Schema.
 
@@ -7,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::{counts, err, invalid, wrong, Ctx};
 use crate::schema::error::{ErrorKind, SchemaError};
-use crate::schema::ir::{self, ArrNode, Defs, Node};
+use crate::schema::ir::{self, ArrNode, Contains, Defs, Node};
 use crate::schema::options::ObjectDefaults;
 
 /// Most values one item may take for `uniqueItems` to be enforced.
@@ -28,13 +29,35 @@ impl<'a> Ctx<'a> {
         let arr = self.array(map, ptr, depth)?;
         match map.get("uniqueItems") {
             None | Some(Value::Bool(false)) => Ok(Node::Arr(arr)),
-            Some(Value::Bool(true)) => unique_arrays(&arr, &self.defs, ptr).map(|arrays| {
-                if arrays.is_empty() {
+            Some(Value::Bool(true)) => {
+                let mut arrays = unique_arrays(&arr, &self.defs, ptr)?;
+                if arr.contains.is_some() {
+                    // The listing knows nothing of `contains`: each array is
+                    // kept when it has the matching items.
+                    let whole = Node::Arr(arr.clone());
+                    let mut kept = Vec::with_capacity(arrays.len());
+                    for a in arrays {
+                        match ir::accepts(&whole, &a, &self.defs) {
+                            Some(true) => kept.push(a),
+                            Some(false) => {}
+                            None => {
+                                return Err(invalid(
+                                    ptr,
+                                    "contains",
+                                    "cannot be checked on the arrays \"uniqueItems\" lists"
+                                        .to_owned(),
+                                ))
+                            }
+                        }
+                    }
+                    arrays = kept;
+                }
+                Ok(if arrays.is_empty() {
                     Node::Never
                 } else {
                     Node::Enum(arrays)
-                }
-            }),
+                })
+            }
             Some(_) => Err(wrong(ptr, "uniqueItems", "a boolean")),
         }
     }
@@ -81,12 +104,73 @@ impl<'a> Ctx<'a> {
             }
             Some(s) => items = self.schema(s, &format!("{ptr}/items"), depth + 1)?,
         }
+        let contains = self.contains(map, ptr, depth, prefix.is_empty())?;
         Ok(ArrNode {
             prefix,
             items: Box::new(items),
             min_items,
             max_items,
+            contains,
         })
+    }
+
+    /// `contains` with `minContains` (default 1) and `maxContains`; both
+    /// counts do nothing without `contains`, and a minimum of 0 without a
+    /// maximum asks nothing. The items that count are `contains` read as a
+    /// validator reads it; with a maximum, the others are its complement.
+    fn contains(
+        &mut self,
+        map: &'a Map<String, Value>,
+        ptr: &str,
+        depth: usize,
+        no_prefix: bool,
+    ) -> Result<Option<Box<Contains>>, SchemaError> {
+        let Some(v) = map.get("contains") else {
+            return Ok(None);
+        };
+        let (min, max) = counts(map, ptr, "minContains", "maxContains")?;
+        let min = if map.contains_key("minContains") {
+            min
+        } else {
+            1
+        };
+        if let Some(m) = max.filter(|m| min > *m) {
+            return Err(invalid(
+                ptr,
+                "minContains",
+                format!("1 (its default beside \"contains\") is greater than \"maxContains\" {m}"),
+            ));
+        }
+        if min == 0 && max.is_none() {
+            return Ok(None);
+        }
+        if !no_prefix {
+            return Err(invalid(
+                ptr,
+                "contains",
+                "cannot be enforced beside \"prefixItems\" (or an \"items\" array): the grammar counts matching items past the tuple only".to_owned(),
+            ));
+        }
+        let at = format!("{ptr}/contains");
+        let node = self.as_test(v, &at, depth + 1)?;
+        let outside = match max {
+            Some(_) => Some(self.negation(v, &at, depth + 1).map_err(|e| {
+                invalid(
+                    ptr,
+                    "maxContains",
+                    format!(
+                        "needs the items \"contains\" refuses, and they cannot be written: {e}"
+                    ),
+                )
+            })?),
+            None => None,
+        };
+        Ok(Some(Box::new(Contains {
+            node,
+            outside,
+            min,
+            max,
+        })))
     }
 }
 
