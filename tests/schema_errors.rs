@@ -24,7 +24,7 @@ fn each_bad_schema_gets_a_precise_message() {
         (json!({"type": "array", "contains": {}, "maxContains": 0}), "keyword \"minContains\" 1 (its default beside \"contains\") is greater than \"maxContains\" 0"),
         (json!({"type": "array", "contains": {"type": "integer"}, "minContains": 40, "maxItems": 100}), "\"contains\" with these counts needs 4141 cases of (items, matching items), more than the 1024 a grammar is written with"),
         (json!({"allOf": [{"type": "array", "contains": {"type": "integer"}}, {"contains": {"type": "string"}}]}), "two different \"contains\" on one array cannot be written as one count"),
-        (json!({"type": "object", "properties": {"tags": {"not": {"properties": {"a": {}}, "additionalProperties": false}}}}), "keyword \"not\" is only supported around schemas made of \"type\", \"enum\", \"const\", \"required\", numeric bounds, \"multipleOf\", \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \"minProperties\"/\"maxProperties\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") and \"not\"/\"anyOf\"/\"allOf\" of such schemas at /properties/tags/not"),
+        (json!({"type": "object", "properties": {"tags": {"not": {"properties": {"a": {}}, "additionalProperties": false}}}}), "keyword \"not\" is only supported around schemas made of \"type\", \"enum\", \"const\", \"required\", numeric bounds, \"multipleOf\", \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \"minProperties\"/\"maxProperties\", \"contains\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") and \"not\"/\"anyOf\"/\"allOf\" of such schemas at /properties/tags/not"),
         (json!({"type": "string", "not": {"format": "date"}}), "keyword \"not\" cannot exclude a \"format\": the converter writes a subset of each format, so its complement would let values of the format through at /not"),
         (json!({"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}, "f": {}, "g": {}}, "required": [], "dependentRequired": {"a": ["h"], "b": ["h"], "c": ["h"], "d": ["h"], "e": ["h"], "f": ["h"], "g": ["h"]}}), "\"dependentRequired\" splitting the object into 128 cases exceeds the limit 64 that a grammar can enforce at the root (#)"),
         (json!({"type": "object", "dependentRequired": {"a": "b"}}), "keyword \"dependentRequired\" must be an object of arrays of strings at /dependentRequired/a"),
@@ -44,6 +44,12 @@ fn each_bad_schema_gets_a_precise_message() {
         (json!({"type": "integer", "multipleOf": 99991}), "keyword \"multipleOf\" 99991 is 99991 steps of 1: the grammar tracks the remainder of the digits read by 99991, and remainders by more than 4000 are more states than it can write at the root (#)"),
         (json!({"type": "number", "multipleOf": 0.4373}), "keyword \"multipleOf\" 0.4373 is 4373 steps of 0.0001"),
         (json!({"allOf": [{"type": "integer", "multipleOf": 3989}, {"multipleOf": 3967}, {"not": {"multipleOf": 3943}}]}), "\"multipleOf\" cannot be enforced here: the integer multiples of 3989 and 3967 not of 3943 with no minimum and no maximum need an automaton of more than 4096 states"),
+        (json!({"type": "string", "format": "url"}), "unknown format \"url\" at the root (#) (did you mean \"uri\"?)"),
+        (json!({"type": "string", "format": "datetime"}), "unknown format \"datetime\" at the root (#) (did you mean \"date-time\"?)"),
+        (json!({"type": "string", "format": "UUID"}), "unknown format \"UUID\" at the root (#) (did you mean \"uuid\"?)"),
+        (json!({"type": "string", "format": "emial"}), "unknown format \"emial\" at the root (#) (did you mean \"email\"?)"),
+        (json!({"type": "string", "format": "regex"}), "unsupported format \"regex\" at the root (#) (supported: date,"),
+        (json!({"type": "string", "format": "idn-hostname"}), "unsupported format \"idn-hostname\""),
         (json!({"type": "strin"}), "unknown type \"strin\""),
         (
             json!({"type": 5}),
@@ -96,8 +102,8 @@ fn each_bad_schema_gets_a_precise_message() {
             "keyword \"minimum\" must be a number",
         ),
         (
-            json!({"type": "string", "format": "int32"}),
-            "unsupported format \"int32\" at the root (#) (supported: date, time, date-time, \
+            json!({"type": "string", "format": "uri-template"}),
+            "unsupported format \"uri-template\" at the root (#) (supported: date, time, date-time, \
              duration, uuid, email, hostname, ipv4, ipv6, uri, uri-reference, iri, iri-reference, \
              json-pointer, relative-json-pointer, byte)",
         ),

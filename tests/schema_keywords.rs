@@ -609,6 +609,30 @@ fn cases() -> Vec<Case> {
             vec![json!([{"kind": "a", "n": 2}]), json!([])],
         ),
         case(
+            "not contains: no item matches",
+            json!({"type": "array", "items": {"type": "integer"}, "not": {"contains": {"minimum": 5}}}),
+            vec![json!([]), json!([1, 4, -3])],
+            vec![json!([5]), json!([1, 7])],
+        ),
+        case(
+            "not contains with counts: too few or too many",
+            json!({"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 4, "not": {"contains": {"const": "a"}, "minContains": 2, "maxContains": 3}}),
+            vec![json!([]), json!(["a", "b"]), json!(["a", "a", "a", "a"])],
+            vec![json!(["a", "a"]), json!(["b", "a", "a", "a"])],
+        ),
+        case(
+            "oneOf told apart by contains and its complement",
+            json!({"type": "array", "items": {"type": "integer"}, "oneOf": [{"contains": {"const": 0}}, {"contains": {"const": 1}}]}),
+            vec![json!([0]), json!([1, 2]), json!([2, 0, 0])],
+            vec![json!([0, 1]), json!([2]), json!([])],
+        ),
+        case(
+            "a format no vocabulary defines is an annotation",
+            json!({"type": "object", "properties": {"notes": {"type": "string", "format": "textarea", "maxLength": 5}}, "required": ["notes"]}),
+            vec![json!({"notes": "abc"}), json!({"notes": ""})],
+            vec![json!({"notes": "abcdef"}), json!({})],
+        ),
+        case(
             "an enum filtered by multipleOf",
             json!({"enum": [1, 2, 3, 4, 6.5, 8], "multipleOf": 2}),
             vec![json!(2), json!(4), json!(8)],

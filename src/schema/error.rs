@@ -19,7 +19,9 @@ fn hint(kind: &ErrorKind) -> String {
             format!(" (supported: {})", keywords::supported_list())
         }
         ErrorKind::UnsupportedFormat { supported, .. } => format!(" (supported: {supported})"),
-        ErrorKind::Misspelled { meant, .. } => format!(" (did you mean \"{meant}\"?)"),
+        ErrorKind::Misspelled { meant, .. } | ErrorKind::MisspelledFormat { meant, .. } => {
+            format!(" (did you mean \"{meant}\"?)")
+        }
         _ => String::new(),
     }
 }
@@ -48,7 +50,9 @@ impl SchemaError {
             | ErrorKind::WrongType { keyword, .. }
             | ErrorKind::Invalid { keyword, .. }
             | ErrorKind::TooLarge { keyword, .. } => Some(keyword),
-            ErrorKind::UnsupportedFormat { .. } => Some("format"),
+            ErrorKind::UnsupportedFormat { .. } | ErrorKind::MisspelledFormat { .. } => {
+                Some("format")
+            }
             ErrorKind::Pattern { .. } => Some("pattern"),
             ErrorKind::EmptyEnum => Some("enum"),
             ErrorKind::BadRef { .. }
@@ -87,6 +91,8 @@ pub enum ErrorKind {
     UnknownType { name: String },
     #[error("\"enum\" must not be empty")]
     EmptyEnum,
+    #[error("unknown format \"{format}\"")]
+    MisspelledFormat { format: String, meant: &'static str },
     #[error("unsupported format \"{format}\"")]
     UnsupportedFormat {
         format: String,

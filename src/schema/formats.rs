@@ -35,6 +35,94 @@ pub enum Format {
 pub const SUPPORTED: &str = "date, time, date-time, duration, uuid, email, hostname, ipv4, ipv6, \
      uri, uri-reference, iri, iri-reference, json-pointer, relative-json-pointer, byte";
 
+/// Formats that JSON Schema defines (and validators check) but the
+/// converter does not enforce: they throw.
+pub const UNENFORCED: &[&str] = &["regex", "uri-template", "idn-email", "idn-hostname"];
+
+/// Names people write for a standard format under another name.
+const ALIASES: &[(&str, &str)] = &[
+    ("url", "uri"),
+    ("iso8601", "date-time"),
+    ("iso-8601", "date-time"),
+    ("full-date", "date"),
+    ("full-time", "time"),
+    ("ip-address", "ipv4"),
+    ("host-name", "hostname"),
+];
+
+/// What a `format` name is to the converter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatName {
+    /// Enforced.
+    Enforced(Format),
+    /// A format JSON Schema defines that the converter cannot enforce.
+    Unenforced,
+    /// Most likely a misspelling of (or another name for) this standard one.
+    NearMiss(&'static str),
+    /// A name no JSON Schema vocabulary defines (`textarea`, `topic`): an
+    /// annotation, which validators ignore and so does the converter.
+    Custom,
+}
+
+impl FormatName {
+    pub fn of(name: &str) -> FormatName {
+        if let Some(f) = Format::from_name(name) {
+            return FormatName::Enforced(f);
+        }
+        if UNENFORCED.contains(&name) {
+            return FormatName::Unenforced;
+        }
+        let lower = name.to_ascii_lowercase();
+        if let Some((_, meant)) = ALIASES.iter().find(|(a, _)| *a == lower) {
+            return FormatName::NearMiss(meant);
+        }
+        let plain = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !matches!(c, '-' | '_' | ' '))
+                .collect::<String>()
+                .to_ascii_lowercase()
+        };
+        let limit = if name.len() >= 8 { 2 } else { 1 };
+        let standard = STANDARD_NAMES.iter().chain(UNENFORCED);
+        let near = standard
+            .map(|s| {
+                let d = if plain(s) == plain(name) {
+                    0
+                } else {
+                    crate::schema::keywords::distance(&lower, s)
+                };
+                (*s, d)
+            })
+            .filter(|(_, d)| *d <= limit)
+            .min_by_key(|(_, d)| *d);
+        match near {
+            // Short names count only when equal but for case and dashes.
+            Some((meant, d)) if d == 0 || name.len() >= 4 => FormatName::NearMiss(meant),
+            _ => FormatName::Custom,
+        }
+    }
+}
+
+/// The names of the enforced formats.
+const STANDARD_NAMES: &[&str] = &[
+    "date",
+    "time",
+    "date-time",
+    "duration",
+    "uuid",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "json-pointer",
+    "relative-json-pointer",
+    "byte",
+];
+
 impl Format {
     pub fn from_name(name: &str) -> Option<Format> {
         Some(match name {
@@ -614,6 +702,30 @@ mod tests {
             assert!(!formats[..i].contains(f), "{f:?} twice");
         }
         assert_eq!(Format::from_name("int32"), None);
+    }
+
+    #[test]
+    fn format_names_are_enforced_refused_corrected_or_annotations() {
+        assert_eq!(FormatName::of("date"), FormatName::Enforced(Format::Date));
+        for name in ["regex", "uri-template", "idn-email", "idn-hostname"] {
+            assert_eq!(FormatName::of(name), FormatName::Unenforced, "{name}");
+        }
+        for (name, meant) in [
+            ("url", "uri"),
+            ("URI", "uri"),
+            ("date_time", "date-time"),
+            ("DateTime", "date-time"),
+            ("hostnam", "hostname"),
+            ("full-date", "date"),
+            ("regexp", "regex"),
+        ] {
+            assert_eq!(FormatName::of(name), FormatName::NearMiss(meant), "{name}");
+        }
+        for name in [
+            "textarea", "topic", "path", "expose", "int32", "color", "semver", "ip",
+        ] {
+            assert_eq!(FormatName::of(name), FormatName::Custom, "{name}");
+        }
     }
 
     #[test]

@@ -178,7 +178,7 @@ fn misspelling_of(key: &str) -> Option<&'static str> {
 }
 
 /// Optimal string alignment distance (edits and adjacent transpositions).
-fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];

@@ -118,7 +118,7 @@ impl<'a> Ctx<'a> {
     /// counts do nothing without `contains`, and a minimum of 0 without a
     /// maximum asks nothing. The items that count are `contains` read as a
     /// validator reads it; with a maximum, the others are its complement.
-    fn contains(
+    pub(super) fn contains(
         &mut self,
         map: &'a Map<String, Value>,
         ptr: &str,

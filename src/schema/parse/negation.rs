@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::types::type_kinds;
 use super::{counts, err, escape_pointer, invalid, json_type, wrong, Ctx};
 use crate::schema::error::{ErrorKind, SchemaError};
-use crate::schema::ir::{self, any_of, ArrNode, Node, ObjNode, Prop, StrNode};
+use crate::schema::ir::{self, any_of, ArrNode, Contains, Node, ObjNode, Prop, StrNode};
 use crate::schema::keywords::{self, Class};
 use crate::schema::kinds::Kinds;
 use crate::schema::range::NumRange;
@@ -24,12 +24,60 @@ const MAX_PAIRED_BRANCHES: usize = 8;
 /// What `not` can be written around, for the error message.
 const FORMS: &str = "is only supported around schemas made of \"type\", \"enum\", \"const\", \
      \"required\", numeric bounds, \"multipleOf\", \"minLength\"/\"maxLength\"/\"pattern\", \"minItems\"/\"maxItems\", \
-     \"minProperties\"/\"maxProperties\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") \
+     \"minProperties\"/\"maxProperties\", \"contains\", \"properties\" (without \"additionalProperties\"/\"patternProperties\") \
      and \"not\"/\"anyOf\"/\"allOf\" of such schemas";
 
 impl<'a> Ctx<'a> {
     /// Values the subschema `inner` does not match (a subset of them where
     /// the exact complement cannot be written).
+    /// The arrays `contains` (with its counts) refuses: too few matching
+    /// items (none at all: every item refused by `contains`), or too many.
+    fn negated_contains(
+        &mut self,
+        map: &'a Map<String, Value>,
+        ptr: &str,
+        depth: usize,
+    ) -> Result<Vec<Node>, SchemaError> {
+        let inner = &map["contains"];
+        let at = format!("{ptr}/contains");
+        let Some(c) = self.contains(map, ptr, depth, true)? else {
+            // No count asked: nothing is refused.
+            return Ok(Vec::new());
+        };
+        let mut branches = Vec::new();
+        if c.min >= 1 {
+            let outside = self.negation(inner, &at, depth + 1)?;
+            branches.push(Node::Arr(if c.min == 1 {
+                ArrNode {
+                    items: Box::new(outside),
+                    ..ArrNode::any()
+                }
+            } else {
+                ArrNode {
+                    contains: Some(Box::new(Contains {
+                        node: c.node.clone(),
+                        outside: Some(outside),
+                        min: 0,
+                        max: Some(c.min - 1),
+                    })),
+                    ..ArrNode::any()
+                }
+            }));
+        }
+        if let Some(m) = c.max {
+            branches.push(Node::Arr(ArrNode {
+                contains: Some(Box::new(Contains {
+                    node: c.node,
+                    outside: None,
+                    min: m + 1,
+                    max: None,
+                })),
+                ..ArrNode::any()
+            }));
+        }
+        Ok(branches)
+    }
+
     pub(super) fn negation(
         &mut self,
         inner: &'a Value,
@@ -120,6 +168,10 @@ impl<'a> Ctx<'a> {
                         branches.push(node);
                     }
                 }
+                // Fewer matching items than the minimum, or more than the
+                // maximum (the counts alone do nothing).
+                "contains" => branches.extend(self.negated_contains(map, ptr, depth)?),
+                "minContains" | "maxContains" => {}
                 // `uniqueItems: false` constrains nothing.
                 "uniqueItems" if map["uniqueItems"] == Value::Bool(false) => {}
                 // What other keywords would add to the complement is left out.

@@ -4,7 +4,7 @@ use serde_json::{Map, Value};
 
 use super::{counts, err, invalid, wrong, Ctx};
 use crate::schema::error::{ErrorKind, SchemaError};
-use crate::schema::formats::{self, Format};
+use crate::schema::formats::{self, FormatName};
 use crate::schema::ir::{self, Node, StrNode};
 use crate::schema::regex;
 
@@ -29,15 +29,30 @@ impl<'a> Ctx<'a> {
         };
         let format = match map.get("format") {
             None => None,
-            Some(Value::String(name)) => Some(Format::from_name(name).ok_or_else(|| {
-                err(
-                    ptr,
-                    ErrorKind::UnsupportedFormat {
-                        format: name.clone(),
-                        supported: formats::SUPPORTED,
-                    },
-                )
-            })?),
+            Some(Value::String(name)) => match FormatName::of(name) {
+                FormatName::Enforced(f) => Some(f),
+                // An annotation no vocabulary defines: ignored, as
+                // validators ignore it.
+                FormatName::Custom => None,
+                FormatName::Unenforced => {
+                    return Err(err(
+                        ptr,
+                        ErrorKind::UnsupportedFormat {
+                            format: name.clone(),
+                            supported: formats::SUPPORTED,
+                        },
+                    ))
+                }
+                FormatName::NearMiss(meant) => {
+                    return Err(err(
+                        ptr,
+                        ErrorKind::MisspelledFormat {
+                            format: name.clone(),
+                            meant,
+                        },
+                    ))
+                }
+            },
             Some(_) => return Err(wrong(ptr, "format", "a string")),
         };
         let node = StrNode {
