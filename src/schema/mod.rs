@@ -79,7 +79,12 @@ pub fn compile_with(schema: &Value, options: &ConvertOptions) -> Result<Compiled
             SchemaError::new(
                 "",
                 match e {
-                    emit::EmitError::Unsatisfiable(reason) => ErrorKind::Unsatisfiable { reason },
+                    emit::EmitError::Unsatisfiable(reason) => match &parsed.approximated {
+                        Some(why) => ErrorKind::CannotWrite {
+                            reason: format!("no value is left: {why}"),
+                        },
+                        None => ErrorKind::Unsatisfiable { reason },
+                    },
                     emit::EmitError::CannotWrite(reason) => ErrorKind::CannotWrite { reason },
                 },
             )

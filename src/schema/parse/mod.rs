@@ -45,6 +45,10 @@ pub const MAX_NAME_CHARS: usize = 1_000;
 pub struct Parsed {
     pub root: Node,
     pub defs: Defs,
+    /// Where a subset of what the schema allows was written for want of an
+    /// exact grammar: nothing left to write is then no proof that nothing
+    /// is valid.
+    pub approximated: Option<String>,
 }
 
 /// Parse a schema document with the default options.
@@ -87,6 +91,7 @@ pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, Sc
     Ok(Parsed {
         root,
         defs: ctx.defs,
+        approximated: ctx.approximated,
     })
 }
 

@@ -30,6 +30,18 @@ const FORMS: &str = "is only supported around schemas made of \"type\", \"enum\"
 impl<'a> Ctx<'a> {
     /// Values the subschema `inner` does not match (a subset of them where
     /// the exact complement cannot be written).
+    /// Record that part of a complement was left out (a subset of it is
+    /// written): a schema left with no value must not be called
+    /// unsatisfiable then.
+    fn left_out(&mut self, keyword: &str, ptr: &str) {
+        self.approximated.get_or_insert_with(|| {
+            format!(
+                "the complement of \"{keyword}\" at {} that narrows \"oneOf\" cannot be written in full",
+                if ptr.is_empty() { "the root" } else { ptr }
+            )
+        });
+    }
+
     /// The arrays `contains` (with its counts) refuses: too few matching
     /// items (none at all: every item refused by `contains`), or too many.
     fn negated_contains(
@@ -178,6 +190,8 @@ impl<'a> Ctx<'a> {
                 _ if self.lenient_negation => {
                     if key == "properties" {
                         branches.extend(self.negated_properties(map, ptr, depth)?);
+                    } else {
+                        self.left_out(key, ptr);
                     }
                 }
                 "format" => {
@@ -209,6 +223,9 @@ impl<'a> Ctx<'a> {
         // A format's complement would let values of the format through (the
         // converter writes a subset of each): leniently, the string part is
         // left out.
+        if string && self.lenient_negation && has("format") {
+            self.left_out("format", ptr);
+        }
         if string && !(self.lenient_negation && has("format")) {
             // Strings the constraints refuse.
             let node = match self.string(map, ptr)? {
@@ -314,6 +331,7 @@ impl<'a> Ctx<'a> {
         let (target, pointer) = self.ref_target(reference, ptr)?;
         if self.negated_refs.contains(&pointer) {
             if self.lenient_negation {
+                self.left_out("$ref", ptr);
                 return Ok(None);
             }
             return Err(invalid(
