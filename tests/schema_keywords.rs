@@ -633,6 +633,19 @@ fn cases() -> Vec<Case> {
             vec![json!({"notes": "abcdef"}), json!({})],
         ),
         case(
+            "allOf of literals and a complement that cannot be written: each literal checked",
+            json!({"allOf": [{"enum": [{"a": "bar"}, {"a": "bar", "abc": 1}, {"a": 30}, {"b": 1}]},
+                             {"not": {"patternProperties": {"a*": {"type": "integer"}}}}]}),
+            vec![json!({"a": "bar"}), json!({"a": "bar", "abc": 1})],
+            vec![json!({"a": 30}), json!({"b": 1})],
+        ),
+        case(
+            "a literal that is not an integer passes not integer",
+            json!({"allOf": [{"enum": [1.5, 2, "x"]}, {"not": {"type": "integer"}}]}),
+            vec![json!(1.5), json!("x")],
+            vec![json!(2)],
+        ),
+        case(
             "an enum filtered by multipleOf",
             json!({"enum": [1, 2, 3, 4, 6.5, 8], "multipleOf": 2}),
             vec![json!(2), json!(4), json!(8)],

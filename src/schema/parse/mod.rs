@@ -70,6 +70,7 @@ pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, Sc
         approximated: None,
         step_limit: MAX_STEPS,
         budget_spent: false,
+        skip_not: false,
     };
     let root = ctx.schema(schema, "", 0)?;
     if root == Node::Never {
@@ -122,6 +123,9 @@ struct Ctx<'a> {
     step_limit: usize,
     /// Whether the lower limit was what ran out.
     budget_spent: bool,
+    /// Whether the next schema object read leaves its own `not` out (it is
+    /// checked apart, on literals: see [`Ctx::literal_passes`]).
+    skip_not: bool,
 }
 
 fn err(ptr: &str, kind: ErrorKind) -> SchemaError {
@@ -174,6 +178,7 @@ impl<'a> Ctx<'a> {
 
     fn schema(&mut self, value: &'a Value, ptr: &str, depth: usize) -> Result<Node, SchemaError> {
         self.step(ptr, depth)?;
+        let skip_not = std::mem::take(&mut self.skip_not);
         let map = match value {
             Value::Bool(true) => return Ok(Node::Any),
             Value::Bool(false) => return Ok(Node::Never),
@@ -266,7 +271,7 @@ impl<'a> Ctx<'a> {
             let branches = self.branches(v, ptr, "oneOf", depth)?;
             node = self.one_of(&node, branches, v, ptr, depth)?;
         }
-        if let Some(v) = map.get("not") {
+        if let Some(v) = map.get("not").filter(|_| !skip_not) {
             let complement = self.negation(v, &format!("{ptr}/not"), depth + 1)?;
             node = self.merge(&node, &complement, ptr, "not")?;
         }
@@ -287,6 +292,9 @@ impl<'a> Ctx<'a> {
         ptr: &str,
         depth: usize,
     ) -> Result<Node, SchemaError> {
+        if let Some(kept) = self.literals_of_all_of(v, ptr, depth) {
+            return self.merge(node, &kept, ptr, "allOf");
+        }
         let mut node = node.clone();
         for (i, branch) in self
             .branches(v, ptr, "allOf", depth)?
@@ -303,6 +311,84 @@ impl<'a> Ctx<'a> {
             })?;
         }
         Ok(node)
+    }
+
+    /// An `allOf` with a branch of literals only (`enum`, `const`): the
+    /// literals every other branch accepts, each checked as a validator
+    /// checks it, so that a branch whose grammar (a complement, say) could
+    /// not be written still applies exactly. `None` when a branch cannot be
+    /// decided on some literal: the branches are then merged as usual.
+    fn literals_of_all_of(&mut self, v: &'a Value, ptr: &str, depth: usize) -> Option<Node> {
+        let Value::Array(branches) = v else {
+            return None;
+        };
+        let literal_only = |b: &Value| -> Option<Vec<Value>> {
+            let map = b.as_object()?;
+            let mut constraints = map
+                .keys()
+                .filter(|k| !matches!(keywords::classify(k), Class::Annotation | Class::Unknown));
+            let (Some(key), None) = (constraints.next(), constraints.next()) else {
+                return None;
+            };
+            match (key.as_str(), &map[key.as_str()]) {
+                ("enum", Value::Array(values)) if !values.is_empty() => Some(dedup(values)),
+                ("const", value) => Some(vec![value.clone()]),
+                _ => None,
+            }
+        };
+        let (at, literals) = branches
+            .iter()
+            .enumerate()
+            .find_map(|(i, b)| literal_only(b).map(|l| (i, l)))?;
+        let mut kept = Vec::with_capacity(literals.len());
+        for literal in literals {
+            let mut passes = true;
+            for (i, b) in branches.iter().enumerate().filter(|(i, _)| *i != at) {
+                if !self.literal_passes(b, &literal, &format!("{ptr}/allOf/{i}"), depth + 1)? {
+                    passes = false;
+                    break;
+                }
+            }
+            if passes {
+                kept.push(literal);
+            }
+        }
+        Some(if kept.is_empty() {
+            Node::Never
+        } else {
+            Node::Enum(kept)
+        })
+    }
+
+    /// Whether a validator accepts `literal` against `schema`: its `not`
+    /// decided on its own (its complement is never written), the rest read
+    /// as a test. `None` when that cannot be decided exactly.
+    fn literal_passes(
+        &mut self,
+        schema: &'a Value,
+        literal: &Value,
+        ptr: &str,
+        depth: usize,
+    ) -> Option<bool> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        if let Some(inner) = schema.as_object().and_then(|m| m.get("not")) {
+            if self.literal_passes(inner, literal, &format!("{ptr}/not"), depth + 1)? {
+                return Some(false);
+            }
+        }
+        // A subset written for want of an exact grammar is no exact test.
+        let approximated = self.approximated.take();
+        self.skip_not = true;
+        let node = self.as_test(schema, ptr, depth);
+        self.skip_not = false;
+        let exact = self.approximated.is_none();
+        self.approximated = approximated;
+        if !exact {
+            return None;
+        }
+        ir::validates(&node.ok()?, literal, &self.defs)
     }
 
     /// `if`/`then`/`else` as the union of its two cases: values matching
