@@ -646,6 +646,12 @@ fn cases() -> Vec<Case> {
             vec![json!(2)],
         ),
         case(
+            "allOf of literals and an overlapping oneOf: exactly one branch per literal",
+            json!({"allOf": [{"enum": [1, 5, 10, "a"]}, {"oneOf": [{"type": "integer", "minimum": 2}, {"type": "integer", "maximum": 8}]}]}),
+            vec![json!(1), json!(10)],
+            vec![json!(5), json!("a")],
+        ),
+        case(
             "an enum filtered by multipleOf",
             json!({"enum": [1, 2, 3, 4, 6.5, 8], "multipleOf": 2}),
             vec![json!(2), json!(4), json!(8)],

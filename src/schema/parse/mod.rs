@@ -70,7 +70,7 @@ pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, Sc
         approximated: None,
         step_limit: MAX_STEPS,
         budget_spent: false,
-        skip_not: false,
+        skip_combinators: false,
     };
     let root = ctx.schema(schema, "", 0)?;
     if root == Node::Never {
@@ -123,9 +123,10 @@ struct Ctx<'a> {
     step_limit: usize,
     /// Whether the lower limit was what ran out.
     budget_spent: bool,
-    /// Whether the next schema object read leaves its own `not` out (it is
-    /// checked apart, on literals: see [`Ctx::literal_passes`]).
-    skip_not: bool,
+    /// Whether the next schema object read leaves its own combinators out
+    /// (`not`, `allOf`, `anyOf`, `oneOf`, `if`: they are checked apart, on
+    /// literals: see [`Ctx::literal_passes`]).
+    skip_combinators: bool,
 }
 
 fn err(ptr: &str, kind: ErrorKind) -> SchemaError {
@@ -178,7 +179,7 @@ impl<'a> Ctx<'a> {
 
     fn schema(&mut self, value: &'a Value, ptr: &str, depth: usize) -> Result<Node, SchemaError> {
         self.step(ptr, depth)?;
-        let skip_not = std::mem::take(&mut self.skip_not);
+        let skip = std::mem::take(&mut self.skip_combinators);
         let map = match value {
             Value::Bool(true) => return Ok(Node::Any),
             Value::Bool(false) => return Ok(Node::Never),
@@ -249,6 +250,9 @@ impl<'a> Ctx<'a> {
                 self.merge(&node, &target, ptr, "$ref")?
             };
         }
+        if skip {
+            return Ok(node);
+        }
         if let Some(v) = map.get("allOf") {
             let before = node.clone();
             node = self.all_of(&before, v, ptr, depth)?;
@@ -271,7 +275,7 @@ impl<'a> Ctx<'a> {
             let branches = self.branches(v, ptr, "oneOf", depth)?;
             node = self.one_of(&node, branches, v, ptr, depth)?;
         }
-        if let Some(v) = map.get("not").filter(|_| !skip_not) {
+        if let Some(v) = map.get("not") {
             let complement = self.negation(v, &format!("{ptr}/not"), depth + 1)?;
             node = self.merge(&node, &complement, ptr, "not")?;
         }
@@ -360,9 +364,10 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    /// Whether a validator accepts `literal` against `schema`: its `not`
-    /// decided on its own (its complement is never written), the rest read
-    /// as a test. `None` when that cannot be decided exactly.
+    /// Whether a validator accepts `literal` against `schema`: its
+    /// combinators (`not`, `allOf`, `anyOf`, `oneOf`, `if`) decided branch
+    /// by branch on the literal (no complement or exclusivity to write),
+    /// the rest read as a test. `None` when that cannot be decided exactly.
     fn literal_passes(
         &mut self,
         schema: &'a Value,
@@ -373,16 +378,50 @@ impl<'a> Ctx<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        if let Some(inner) = schema.as_object().and_then(|m| m.get("not")) {
-            if self.literal_passes(inner, literal, &format!("{ptr}/not"), depth + 1)? {
-                return Some(false);
+        if let Some(map) = schema.as_object() {
+            let mut passes =
+                |s: &'a Value, at: String| self.literal_passes(s, literal, &at, depth + 1);
+            if let Some(inner) = map.get("not") {
+                if passes(inner, format!("{ptr}/not"))? {
+                    return Some(false);
+                }
+            }
+            for key in ["allOf", "anyOf", "oneOf"] {
+                let Some(v) = map.get(key) else { continue };
+                let Value::Array(branches) = v else {
+                    return None;
+                };
+                let mut passing = 0usize;
+                for (i, b) in branches.iter().enumerate() {
+                    passing += usize::from(passes(b, format!("{ptr}/{key}/{i}"))?);
+                }
+                let ok = match key {
+                    "allOf" => passing == branches.len(),
+                    "anyOf" => passing >= 1,
+                    _ => passing == 1,
+                };
+                if !ok {
+                    return Some(false);
+                }
+            }
+            if let Some(condition) = map.get("if") {
+                let (case, key) = if passes(condition, format!("{ptr}/if"))? {
+                    (map.get("then"), "then")
+                } else {
+                    (map.get("else"), "else")
+                };
+                if let Some(case) = case {
+                    if !passes(case, format!("{ptr}/{key}"))? {
+                        return Some(false);
+                    }
+                }
             }
         }
         // A subset written for want of an exact grammar is no exact test.
         let approximated = self.approximated.take();
-        self.skip_not = true;
+        self.skip_combinators = true;
         let node = self.as_test(schema, ptr, depth);
-        self.skip_not = false;
+        self.skip_combinators = false;
         let exact = self.approximated.is_none();
         self.approximated = approximated;
         if !exact {
