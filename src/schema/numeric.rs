@@ -127,58 +127,6 @@ pub fn decimal_range(
     signed_range(lo.as_ref(), hi.as_ref(), frac_cap).ok_or_else(empty)
 }
 
-/// JSON numbers (integers when `integer`) with `min <= x <= max`, without
-/// exponent, and without the cap on integer digits where the range is open:
-/// the part of the range within `±10^k` (`k` the integer digits of its
-/// widest bound) is written as [`integer_range`] writes it, and each open
-/// side beyond as `[1-9][0-9]{k,}`. For languages intersected with
-/// automata that count something else per digit (`multipleOf`): counting
-/// up to the cap too would multiply their states by it.
-pub fn uncapped_range(
-    min: Option<&Bound>,
-    max: Option<&Bound>,
-    integer: bool,
-) -> Result<Expr, RangeError> {
-    let capped = |lo: Option<&Bound>, hi: Option<&Bound>| {
-        if integer {
-            integer_range(lo, hi)
-        } else {
-            decimal_range(lo, hi, MAX_FRAC_DIGITS)
-        }
-    };
-    let k = [min, max]
-        .into_iter()
-        .flatten()
-        .map(|b| int_class(&b.value().abs()))
-        .max()
-        .unwrap_or(0);
-    if (min.is_some() && max.is_some()) || k >= MAX_INT_DIGITS {
-        return capped(min, max);
-    }
-    let edge = Decimal::pow10(i64::try_from(k).unwrap_or(0));
-    let inner_lo = Bound::Exclusive(edge.negated());
-    let inner_hi = Bound::Exclusive(edge);
-    let mut parts: Vec<Expr> = capped(min.or(Some(&inner_lo)), max.or(Some(&inner_hi)))
-        .into_iter()
-        .collect();
-    let frac = Layout::new(k, if integer { 0 } else { MAX_FRAC_DIGITS }).frac_any();
-    let tail = Expr::seq([digit_class(1, 9), any_digit().repeat(count(k), None), frac]);
-    if min.is_none() {
-        parts.push(Expr::seq([Expr::lit("-"), tail.clone()]));
-    }
-    if max.is_none() {
-        parts.push(tail);
-    }
-    if parts.is_empty() {
-        return Err(RangeError::empty(
-            if integer { "integer" } else { "number" },
-            min,
-            max,
-        ));
-    }
-    Ok(Expr::alt(parts))
-}
-
 /// `[eE][-+]?[0-9]{1,3}`.
 fn exponent() -> Expr {
     Expr::seq([

@@ -361,9 +361,7 @@ impl Emitter<'_> {
 
     /// The numbers (or integers) of a range with divisors: the automaton of
     /// the range's numerals intersected with each divisor's (and the
-    /// complement of each non-divisor's). Written without exponents, and
-    /// without the cap on integer digits where the range is open (counting
-    /// digits would multiply the divisor's states by the cap).
+    /// complement of each non-divisor's). Written without exponents.
     fn multiples(&mut self, range: &NumRange, integer: bool) -> Result<Option<Expr>, String> {
         let key = (integer, range.clone());
         if let Some(done) = self.multiples.get(&key) {
@@ -382,7 +380,14 @@ impl Emitter<'_> {
             self.multiples.insert(key, written.clone());
             return Ok(written);
         }
-        let syntax = numeric::uncapped_range(min, max, integer);
+        // Digits stay capped as everywhere (16 integer digits): past them a
+        // validator reading numbers as doubles sees another number, and its
+        // remainder with it.
+        let syntax = if integer {
+            numeric::integer_range(min, max)
+        } else {
+            numeric::decimal_range(min, max, numeric::MAX_FRAC_DIGITS)
+        };
         let Some(syntax) = self.range_or_none(syntax) else {
             return Ok(None);
         };
@@ -408,7 +413,7 @@ impl Emitter<'_> {
                 what.trim_start(),
                 Bound::describe(min, true),
                 Bound::describe(max, false),
-                lang::MAX_STATES
+                lang::MAX_NUMERAL_STATES
             )
         })?;
         let written = self.automaton(

@@ -43,6 +43,10 @@ pub use rules::Emitted;
 /// for an emitted length product).
 pub const MAX_STATES: usize = 4096;
 
+/// The most states explored for a language that reads numerals
+/// ([`Re::Multiple`]), before minimisation.
+pub const MAX_NUMERAL_STATES: usize = 32_768;
+
 /// Why a language could not be compiled or emitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LangError {
