@@ -45,7 +45,7 @@ pub const MAX_STATES: usize = 4096;
 
 /// The most states explored for a language that reads numerals
 /// ([`Re::Multiple`]), before minimisation.
-pub const MAX_NUMERAL_STATES: usize = 32_768;
+pub const MAX_NUMERAL_STATES: usize = 12_000;
 
 /// Why a language could not be compiled or emitted.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
