@@ -189,16 +189,8 @@ impl Divisor {
         for i in 0..usize::try_from(scaled.digits_len()).unwrap_or(0) {
             rest = (rest * 10 + u128::from(scaled.digit(i).unwrap_or(0))) % m;
         }
-        let mut zeros = scaled.point() - scaled.digits_len();
-        let mut base = 10 % m;
-        while zeros > 0 {
-            if zeros & 1 == 1 {
-                rest = rest * base % m;
-            }
-            base = base * base % m;
-            zeros >>= 1;
-        }
-        rest == 0
+        let zeros = u64::try_from(scaled.point() - scaled.digits_len()).unwrap_or(0);
+        times_pow10(u64::try_from(rest).unwrap_or(0), zeros, self.modulus) == 0
     }
 
     /// The value as JSON Schema writes it, for messages.
@@ -207,6 +199,21 @@ impl Divisor {
             .shifted(-i64::from(self.scale))
             .to_string()
     }
+}
+
+/// `rest * 10^exponent mod modulus` (modulus 0 read as 1), by squaring.
+pub fn times_pow10(rest: u64, exponent: u64, modulus: u64) -> u64 {
+    let m = u128::from(modulus.max(1));
+    let mut acc = u128::from(rest) % m;
+    let (mut base, mut e) = (10u128 % m, exponent);
+    while e > 0 {
+        if e & 1 == 1 {
+            acc = acc * base % m;
+        }
+        base = base * base % m;
+        e >>= 1;
+    }
+    u64::try_from(acc).unwrap_or(0)
 }
 
 /// Numeric bounds, each optional, and divisors.

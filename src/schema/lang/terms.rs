@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use super::alphabet::{Alphabet, Bits};
 use super::{FxMap, Re, NUMERAL_CHARS};
+use crate::schema::range::times_pow10;
 
 pub(super) type Id = u32;
 
@@ -55,7 +56,11 @@ impl Numeral {
             Part::Int => 0,
             Part::Frac(c) => c,
         };
-        times_pow10(self.rest, self.scale.saturating_sub(read), self.modulus) == 0
+        times_pow10(
+            self.rest,
+            u64::from(self.scale.saturating_sub(read)),
+            self.modulus,
+        ) == 0
     }
 
     /// Whether some continuation makes it a multiple. In the fraction the
@@ -74,7 +79,7 @@ impl Numeral {
             Some(p) if p < m => p,
             _ => return true,
         };
-        let need = (m - u128::from(times_pow10(self.rest, left, self.modulus))) % m;
+        let need = (m - u128::from(times_pow10(self.rest, u64::from(left), self.modulus))) % m;
         need < reach
     }
 
@@ -99,21 +104,6 @@ impl Numeral {
             _ => None,
         }
     }
-}
-
-/// `rest * 10^exponent mod modulus`.
-fn times_pow10(rest: u64, exponent: u32, modulus: u64) -> u64 {
-    let m = u128::from(modulus.max(1));
-    let mut acc = u128::from(rest) % m;
-    let (mut base, mut e) = (10u128 % m, exponent);
-    while e > 0 {
-        if e & 1 == 1 {
-            acc = acc * base % m;
-        }
-        base = base * base % m;
-        e >>= 1;
-    }
-    u64::try_from(acc).unwrap_or(0)
 }
 
 pub(super) const NOTHING: Id = 0;
