@@ -119,8 +119,22 @@ fn each_bad_schema_gets_a_precise_message() {
              json-pointer, relative-json-pointer, byte)",
         ),
         (
+            json!({"type": "string", "pattern": "(?<=a)b"}),
+            "pattern \"(?<=a)b\": unsupported regex feature lookbehind (?<= at offset 0 at the root (#)",
+        ),
+        (
+            json!({"type": "string", "pattern": "^([^,]+(,|$)){3,}$"}),
+            "pattern \"^([^,]+(,|$)){3,}$\": unsupported regex feature an assertion inside an unbounded repetition at offset 2 at the root (#)",
+        ),
+        (
             json!({"type": "string", "pattern": "^(?=a)b"}),
-            "pattern \"^(?=a)b\"",
+            "schema can never be satisfied",
+        ),
+        (
+            // A URI of at least 300 characters cannot be written by capping
+            // its repetitions, and its automaton is too large to count.
+            json!({"type": "string", "format": "uri", "minLength": 300, "maxLength": 400}),
+            "keyword \"format\" cannot be enforced together with the other string constraints here: their automaton needs more than 4096 states at the root (#)",
         ),
         (json!({"type": "string", "pattern": "(a"}), "pattern \"(a\""),
         (

@@ -450,6 +450,69 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "negative lookahead: a prefix excluded",
+            json!({"type": "string", "pattern": "^(?!@@)[@a-z_]+$"}),
+            vec![json!("@a"), json!("ab"), json!("a@@"), json!("_")],
+            vec![json!("@@x"), json!("@@"), json!(""), json!("A")],
+        ),
+        case(
+            "tempered token: no occurrence anywhere",
+            json!({"type": "string", "pattern": "^((?!clyde).)*$"}),
+            vec![json!("bonnie"), json!("clyd e"), json!("")],
+            vec![json!("clyde"), json!("xclydex"), json!("a\nb")],
+        ),
+        case(
+            "lookaheads on the whole value, with a length",
+            json!({"type": "string", "pattern": "^(?=[^=]+$)(?!\\s+$)", "maxLength": 6}),
+            vec![json!("a"), json!(" a "), json!("x y")],
+            vec![json!("   "), json!("a=b"), json!(""), json!("abcdefg")],
+        ),
+        case(
+            "anchors inside groups",
+            json!({"type": "string", "pattern": "(^Hpt_|^Int_|_Armour_)|^([^,]|$)$"}),
+            vec![
+                json!("Hpt_1"),
+                json!("a_Armour_"),
+                json!("Int_"),
+                json!(""),
+                json!("x"),
+            ],
+            vec![json!("xHpt_"), json!("Int"), json!(",,")],
+        ),
+        case(
+            "format uri under a maxLength too long to count",
+            json!({"type": "string", "format": "uri", "maxLength": 255}),
+            vec![json!("https://example.com/a/b?q=1"), json!("urn://x")],
+            vec![
+                json!("no uri"),
+                json!(format!("https://example.com/{}", "a".repeat(240))),
+            ],
+        ),
+        case(
+            "format email under a maxLength too long to count",
+            json!({"type": "string", "format": "email", "maxLength": 100}),
+            vec![json!("ana.lima@example.co.uk"), json!("x@y.io")],
+            vec![
+                json!("no at sign"),
+                json!(format!("{}@example.com", "x".repeat(90))),
+            ],
+        ),
+        case(
+            "pattern under a maxLength too long to count",
+            json!({"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "maxLength": 3000}),
+            vec![
+                json!("one-two-three"),
+                json!("x"),
+                json!("a-".repeat(40) + "b"),
+            ],
+            vec![
+                json!(""),
+                json!("-lead"),
+                json!("trail-"),
+                json!("a".repeat(3001)),
+            ],
+        ),
+        case(
             "multipleOf on integers in a range",
             json!({"type": "integer", "multipleOf": 7, "minimum": 1, "maximum": 100}),
             vec![json!(7), json!(14), json!(98)],

@@ -168,6 +168,43 @@ impl Format {
         }
     }
 
+    /// Its strings within `min..=max` characters written without an
+    /// automaton, for bounds whose automaton would be too large (a URI of at
+    /// most 255 characters): every repetition capped at the largest count
+    /// that keeps the longest string within `max`. That is a subset of the
+    /// format's strings of those lengths (sound; the whole set when the
+    /// format is already short enough). `None` when the shortest string is
+    /// below `min` (a lower bound cannot be written without counting) or
+    /// even the fewest repetitions exceed `max`.
+    pub fn expr_within(self, min: u64, max: Option<u64>) -> Option<Expr> {
+        let expr = self.expr();
+        if shortest(&expr) < min {
+            return None;
+        }
+        let Some(max) = max else {
+            return Some(expr);
+        };
+        let fits = |e: &Expr| longest(e).is_some_and(|l| l <= max);
+        if fits(&expr) {
+            return Some(expr);
+        }
+        // The longest string grows with the cap: the largest cap that fits.
+        let ceiling = u32::try_from(max).unwrap_or(u32::MAX);
+        if !fits(&capped(&expr, 0)) {
+            return None;
+        }
+        let (mut lo, mut hi) = (0u32, ceiling);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(&capped(&expr, mid)) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        Some(capped(&expr, lo))
+    }
+
     /// The language of the values (the same characters: formats need no
     /// JSON escaping).
     pub fn re(self) -> Option<crate::schema::lang::Re> {
@@ -667,6 +704,59 @@ fn byte() -> Expr {
         b64.repeat(4, Some(4)).repeat(0, None),
         Expr::alt([one_pad, two_pad]).opt(),
     ])
+}
+
+/// The fewest characters a string of `expr` has (a rule counts as none).
+fn shortest(expr: &Expr) -> u64 {
+    match expr {
+        Expr::Lit(s) => s.chars().count() as u64,
+        Expr::Class { .. } => 1,
+        Expr::Seq(items) => items.iter().map(shortest).fold(0, u64::saturating_add),
+        Expr::Alt(items) => items.iter().map(shortest).min().unwrap_or(0),
+        Expr::Repeat { expr, min, .. } => shortest(expr).saturating_mul(u64::from(*min)),
+        Expr::Rule(_) => 0,
+    }
+}
+
+/// The most characters a string of `expr` has; `None`: unbounded (or a
+/// rule, unknown).
+fn longest(expr: &Expr) -> Option<u64> {
+    Some(match expr {
+        Expr::Lit(s) => s.chars().count() as u64,
+        Expr::Class { .. } => 1,
+        Expr::Seq(items) => items
+            .iter()
+            .map(longest)
+            .try_fold(0u64, |acc, l| l.map(|l| acc.saturating_add(l)))?,
+        Expr::Alt(items) => items
+            .iter()
+            .map(longest)
+            .try_fold(0u64, |acc, l| l.map(|l| acc.max(l)))?,
+        Expr::Repeat { expr, max, .. } => {
+            let inner = longest(expr)?;
+            match max {
+                Some(m) => inner.saturating_mul(u64::from(*m)),
+                None if inner == 0 => 0,
+                None => return None,
+            }
+        }
+        Expr::Rule(_) => return None,
+    })
+}
+
+/// `expr` with every repetition's maximum lowered to `cap` (never below its
+/// minimum).
+fn capped(expr: &Expr, cap: u32) -> Expr {
+    match expr {
+        Expr::Seq(items) => Expr::Seq(items.iter().map(|e| capped(e, cap)).collect()),
+        Expr::Alt(items) => Expr::Alt(items.iter().map(|e| capped(e, cap)).collect()),
+        Expr::Repeat { expr, min, max } => Expr::Repeat {
+            expr: Box::new(capped(expr, cap)),
+            min: *min,
+            max: Some(max.map_or(cap, |m| m.min(cap)).max(*min)),
+        },
+        other => other.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -485,8 +485,20 @@ impl Emitter<'_> {
     }
 
     fn string_automaton_once(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
-        let dfa = s.automaton().map_err(|e| e.to_string())?;
-        let content = self.automaton(&dfa, s.min_len, s.max_len, &format!("{hint}-string"))?;
+        let content = s
+            .automaton()
+            .map_err(|e| e.to_string())
+            .and_then(|dfa| self.automaton(&dfa, s.min_len, s.max_len, &format!("{hint}-string")));
+        let content = match content {
+            Ok(content) => content,
+            Err(e) => {
+                // A lone format under lengths too long to count.
+                let expr = s.format_within_lengths().ok_or(e)?;
+                let name = self.fresh(&format!("{hint}-format"));
+                self.define(name.clone(), expr);
+                return Ok(Some(quoted(Expr::rule(name))));
+            }
+        };
         if content.is_none() {
             self.empty_range
                 .get_or_insert_with(|| "no string meets all of its string constraints".to_owned());

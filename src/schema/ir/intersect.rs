@@ -124,10 +124,15 @@ pub fn checked_str(node: StrNode) -> Result<Node, String> {
     if !node.needs_automaton() {
         return Ok(Node::Str(node));
     }
-    let dfa = node.automaton().map_err(|e| e.to_string())?;
-    let possible = dfa
-        .has_length_in(node.min_len, node.max_len)
-        .map_err(|e| e.to_string())?;
+    let possible = node
+        .automaton()
+        .and_then(|dfa| Ok(dfa.has_length_in(node.min_len, node.max_len)?));
+    let possible = match possible {
+        Ok(possible) => possible,
+        // Written without an automaton, never empty.
+        Err(_) if node.format_within_lengths().is_some() => true,
+        Err(e) => return Err(e.to_string()),
+    };
     Ok(if possible {
         Node::Str(node)
     } else {

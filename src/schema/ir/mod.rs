@@ -12,6 +12,7 @@ use super::kinds::Kinds;
 use super::lang::{self, Dfa, LangError, Re};
 use super::range::NumRange;
 use super::regex;
+use crate::grammar::expr::Expr;
 
 mod accepts;
 mod complement;
@@ -403,7 +404,9 @@ impl StrNode {
             + self.formats.len()
             + usize::from(!self.not_in.is_empty())
             + self.excluded.len();
-        kinds > 1 || !self.excluded.is_empty()
+        kinds > 1
+            || !self.excluded.is_empty()
+            || self.patterns.iter().any(|p| regex::needs_automaton(p))
     }
 
     /// The language of the values, lengths left out (they are applied
@@ -436,6 +439,23 @@ impl StrNode {
             return Ok(body);
         }
         Ok(Re::And(vec![body, Re::length(self.min_len, self.max_len)]))
+    }
+
+    /// The grammar of a lone `format` under length bounds whose automaton
+    /// is too large, written by capping the format's repetitions (see
+    /// [`Format::expr_within`]); `None` for any other combination.
+    ///
+    /// [`Format::expr_within`]: crate::schema::formats::Format::expr_within
+    pub fn format_within_lengths(&self) -> Option<Expr> {
+        match self.formats.as_slice() {
+            [f] if self.patterns.is_empty()
+                && self.not_in.is_empty()
+                && self.excluded.is_empty() =>
+            {
+                f.expr_within(self.min_len, self.max_len)
+            }
+            _ => None,
+        }
     }
 
     /// The automaton of the values, lengths left out.

@@ -27,7 +27,7 @@ mod rules;
 mod terms;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -85,25 +85,27 @@ pub(super) const NUMERAL_CHARS: [char; 12] =
 
 /// The automaton of a description, from a small per-thread cache: a schema
 /// asks for the same language when it is parsed, merged and written, and
-/// formats recur across schemas.
+/// formats recur across schemas. Failures are kept too: finding that an
+/// automaton is too large costs as much as building it.
 pub fn automaton(re: &Re) -> Result<Arc<Dfa>, LangError> {
     /// Languages kept; the cache is emptied when it holds more.
     const KEPT: usize = 64;
+    type Built = Result<Arc<Dfa>, LangError>;
     thread_local! {
-        static CACHE: RefCell<HashMap<Re, Arc<Dfa>>> = RefCell::new(HashMap::new());
+        static CACHE: RefCell<HashMap<Re, Built>> = RefCell::new(HashMap::new());
     }
     if let Some(hit) = CACHE.with(|c| c.borrow().get(re).cloned()) {
-        return Ok(hit);
+        return hit;
     }
-    let dfa = Arc::new(Dfa::new(re)?);
+    let built = Dfa::new(re).map(Arc::new);
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         if c.len() >= KEPT {
             c.clear();
         }
-        c.insert(re.clone(), Arc::clone(&dfa));
+        c.insert(re.clone(), built.clone());
     });
-    Ok(dfa)
+    built
 }
 
 impl Re {

@@ -16,6 +16,16 @@ use crate::grammar::expr::Expr;
 use crate::schema::emit::repeat;
 use crate::schema::strings::{char_in, CharSet};
 
+/// A length maximum whose counter needs more than [`MAX_STATES`] states is
+/// lowered to the largest that fits, but never below this many characters
+/// (nor below the minimum): a grammar for only shorter strings is refused.
+pub const MIN_LOWERED_MAX: u64 = 64;
+
+/// The states a product with a lowered maximum may have: fewer than
+/// [`MAX_STATES`], so that the grammar stays small (a product of 4,096
+/// states writes about a megabyte).
+const LOWERED_STATES: usize = MAX_STATES / 4;
+
 /// Chains of states referenced once are written inline up to this depth.
 const INLINE_DEPTH: usize = 16;
 
@@ -64,7 +74,67 @@ impl Dfa {
             return Ok(false);
         }
         let (min, max) = self.needed_bounds(min, max);
-        Ok(live(self.product(min, max)?).is_some())
+        let (nodes, lowered) = self.counted_product(min, max)?;
+        match live(nodes) {
+            Some(_) => Ok(true),
+            // Past the lowered maximum there may still be strings.
+            None if lowered => Err(LangError::TooManyStates { limit: MAX_STATES }),
+            None => Ok(false),
+        }
+    }
+
+    /// The product with the length counter; when `max` needs more states
+    /// than [`MAX_STATES`], the product for the largest maximum that fits
+    /// and [`LOWERED_STATES`] (a subset of the language, so the grammar
+    /// stays sound), if that
+    /// keeps at least [`MIN_LOWERED_MAX`] characters and `min`. The flag
+    /// says whether the maximum was lowered.
+    fn counted_product(&self, min: u64, max: Option<u64>) -> Result<(Vec<Node>, bool), LangError> {
+        match (self.product(min, max), max) {
+            (Ok(nodes), _) => Ok((nodes, false)),
+            (Err(LangError::TooManyStates { limit }), Some(m)) => {
+                let fits = self.countable_max(m, LOWERED_STATES);
+                if fits < min || fits < MIN_LOWERED_MAX.min(m) {
+                    return Err(LangError::TooManyStates { limit });
+                }
+                Ok((self.product(min, Some(fits))?, true))
+            }
+            (Err(e), None) => Err(e),
+        }
+    }
+
+    /// The largest maximum up to `max` whose product with the counter has
+    /// at most `limit` states: the product's states counted layer by layer
+    /// (the states reached with each count), as `product` explores them.
+    fn countable_max(&self, max: u64, limit: usize) -> u64 {
+        let mut layer = vec![0usize];
+        let mut seen = vec![u64::MAX; self.states.len()];
+        let mut total = 1usize;
+        for n in 0..max {
+            let mut next = Vec::new();
+            for &q in &layer {
+                let targets = &self.states[q].next;
+                // A state that only loops is one counted sink, not expanded.
+                if !targets.is_empty() && targets.iter().all(|(_, t)| *t == q) {
+                    continue;
+                }
+                for (_, t) in targets {
+                    if seen[*t] != n + 1 {
+                        seen[*t] = n + 1;
+                        next.push(*t);
+                    }
+                }
+            }
+            if next.is_empty() {
+                return max;
+            }
+            total += next.len();
+            if total > limit {
+                return n;
+            }
+            layer = next;
+        }
+        max
     }
 
     /// Rules for the strings of the language whose length (in characters)
@@ -79,8 +149,12 @@ impl Dfa {
             return Ok(None);
         }
         let (min, max) = self.needed_bounds(min, max);
-        let nodes = self.product(min, max)?;
+        let (nodes, lowered) = self.counted_product(min, max)?;
         let Some(nodes) = live(nodes) else {
+            // Past the lowered maximum there may still be strings.
+            if lowered {
+                return Err(LangError::TooManyStates { limit: MAX_STATES });
+            }
             return Ok(None);
         };
         let mut indegree = vec![0usize; nodes.len()];

@@ -14,7 +14,7 @@ impl<'a> Ctx<'a> {
         let pattern = match map.get("pattern") {
             None => None,
             Some(Value::String(p)) => {
-                regex::pattern_to_expr(p).map_err(|e| {
+                regex::check(p).map_err(|e| {
                     err(
                         ptr,
                         ErrorKind::Pattern {

@@ -4,7 +4,7 @@
 use crate::schema::strings::CharSet;
 
 /// A parsed pattern fragment, over decoded characters.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) enum Node {
     Char(char),
     Set {
@@ -22,6 +22,24 @@ pub(super) enum Node {
     Start(usize),
     /// `$`, at this byte offset.
     End(usize),
+    /// `(?=node)`, or `(?!node)` when `negate`, at this byte offset.
+    Look {
+        node: Box<Node>,
+        negate: bool,
+        offset: usize,
+    },
+}
+
+impl Node {
+    /// Whether an assertion (`^`, `$`, a lookahead) occurs in it.
+    pub(super) fn has_assertion(&self) -> bool {
+        match self {
+            Node::Char(_) | Node::Set { .. } => false,
+            Node::Seq(items) | Node::Alt(items) => items.iter().any(Node::has_assertion),
+            Node::Repeat { node, .. } => node.has_assertion(),
+            Node::Start(_) | Node::End(_) | Node::Look { .. } => true,
+        }
+    }
 }
 
 /// What an escape or a class member stands for.

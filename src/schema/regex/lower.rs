@@ -50,6 +50,16 @@ fn lower(node: &Node) -> Result<Lowered, RegexError> {
             "$ assertion not at the end of a top-level alternative",
             *offset,
         )),
+        Node::Look { negate, offset, .. } => Err(unsupported(look_feature(*negate), *offset)),
+    }
+}
+
+/// The name of a lookahead, in messages.
+pub(super) fn look_feature(negate: bool) -> &'static str {
+    if negate {
+        "negative lookahead (?!"
+    } else {
+        "lookahead (?="
     }
 }
 

@@ -36,6 +36,7 @@
 // `lower` turns the rest into grammar expressions. The tests that compare
 // whole patterns with a reference engine are in `tests`.
 mod anchors;
+mod assertions;
 mod ast;
 mod lower;
 mod parser;
@@ -132,6 +133,9 @@ mod tests;
 pub fn pattern_to_re(pattern: &str) -> Result<crate::schema::lang::Re, RegexError> {
     use crate::schema::lang::Re;
     let alternatives = Parser::new(pattern).parse_pattern()?;
+    if has_inner_assertion(&alternatives) {
+        return assertions::search_re(alternatives);
+    }
     let mut out = Vec::with_capacity(alternatives.len());
     for terms in &alternatives {
         let (anchors, core) = split_anchors(terms);
@@ -171,5 +175,36 @@ fn to_re(node: &ast::Node) -> Result<crate::schema::lang::Re, RegexError> {
                 *offset,
             ))
         }
+        ast::Node::Look { negate, offset, .. } => {
+            return Err(unsupported(lower::look_feature(*negate), *offset))
+        }
     })
+}
+
+/// Whether an assertion occurs other than as the leading `^` or trailing
+/// `$` of a top-level alternative.
+fn has_inner_assertion(alternatives: &ast::Alternatives) -> bool {
+    alternatives.iter().any(|terms| {
+        let (_, core) = split_anchors(terms);
+        core.iter().any(ast::Node::has_assertion)
+    })
+}
+
+/// Whether `pattern` has assertions that only its language
+/// ([`pattern_to_re`]) can express, not [`pattern_to_expr`]: a `^` or `$`
+/// inside a group, a lookahead. An invalid pattern has none.
+pub fn needs_automaton(pattern: &str) -> bool {
+    Parser::new(pattern)
+        .parse_pattern()
+        .is_ok_and(|alternatives| has_inner_assertion(&alternatives))
+}
+
+/// Checks that `pattern` can be enforced: as a grammar expression, or as a
+/// language when it has assertions inside it.
+pub fn check(pattern: &str) -> Result<(), RegexError> {
+    if needs_automaton(pattern) {
+        pattern_to_re(pattern).map(|_| ())
+    } else {
+        pattern_to_expr(pattern).map(|_| ())
+    }
 }

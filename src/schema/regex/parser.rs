@@ -232,25 +232,36 @@ impl<'a> Parser<'a> {
                 limit: MAX_NESTING,
             });
         }
-        if self.eat('?') {
-            self.parse_group_specifier(start)?;
-        }
+        let look = if self.eat('?') {
+            self.parse_group_specifier(start)?
+        } else {
+            None
+        };
         let alternatives = self.parse_disjunction(depth + 1)?;
         if !self.eat(')') {
             return Err(syntax("unterminated group", start));
         }
-        Ok(node_from_alternatives(alternatives))
+        let node = node_from_alternatives(alternatives);
+        Ok(match look {
+            Some(negate) => Node::Look {
+                node: Box::new(node),
+                negate,
+                offset: start,
+            },
+            None => node,
+        })
     }
 
-    /// What follows `(?`: only `:` and `<name>` open a plain group.
-    fn parse_group_specifier(&mut self, start: usize) -> Result<(), RegexError> {
+    /// What follows `(?`: `:` and `<name>` open a plain group (`None`),
+    /// `=` and `!` a lookahead (whether negated).
+    fn parse_group_specifier(&mut self, start: usize) -> Result<Option<bool>, RegexError> {
         match self.bump() {
-            Some(':') => Ok(()),
-            Some('=') => Err(unsupported("lookahead (?=", start)),
-            Some('!') => Err(unsupported("negative lookahead (?!", start)),
+            Some(':') => Ok(None),
+            Some('=') => Ok(Some(false)),
+            Some('!') => Ok(Some(true)),
             Some('<') if self.eat('=') => Err(unsupported("lookbehind (?<=", start)),
             Some('<') if self.eat('!') => Err(unsupported("negative lookbehind (?<!", start)),
-            Some('<') => self.parse_group_name(start),
+            Some('<') => self.parse_group_name(start).map(|()| None),
             Some('i' | 'm' | 's' | '-') => {
                 Err(unsupported("inline modifier group (?flags:", start))
             }
