@@ -127,6 +127,21 @@ fn each_bad_schema_gets_a_precise_message() {
             "pattern \"^([^,]+(,|$)){3,}$\": unsupported regex feature an assertion inside an unbounded repetition at offset 2 at the root (#)",
         ),
         (
+            // Each property merges the definition being read with another
+            // `required`: more merged copies than a schema may need.
+            json!({"definitions": {"n": {"type": "object", "required": [], "properties":
+                (0..300).map(|i| (format!("p{i}"), json!({"anyOf": [{"$ref": "#/definitions/n"}], "required": [format!("k{i}")]})))
+                    .collect::<serde_json::Map<String, Value>>()}}, "$ref": "#/definitions/n"}),
+            "the converter cannot write a grammar for this schema: recursive definitions merged with their siblings need more than 256 merged copies at the root (#)",
+        ),
+        (
+            // Merged once the definition is read: two different `contains`.
+            json!({"definitions": {"n": {"type": "array", "contains": {"type": "integer"}, "items": {"anyOf": [
+                {"type": "integer"},
+                {"anyOf": [{"$ref": "#/definitions/n"}], "contains": {"type": "string"}}]}}}, "$ref": "#/definitions/n"}),
+            "the converter cannot write a grammar for this schema: #/definitions/n merged with its siblings: two different \"contains\" on one array cannot be written as one count at the root (#)",
+        ),
+        (
             json!({"type": "string", "pattern": "^(?=a)b"}),
             "schema can never be satisfied",
         ),

@@ -513,6 +513,41 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "a recursive definition merged with a pattern's schema while it is read",
+            json!({"definitions": {"node": {"type": "object", "properties": {
+                "name": {"type": "string", "maxLength": 3},
+                "kids": {"type": "array", "maxItems": 2, "items": {"anyOf": [
+                    {"$ref": "#/definitions/node"},
+                    {"type": "object", "properties": {"leaf": {"type": "integer"}}, "required": ["leaf"]}
+                ], "type": "object"}}},
+                "required": ["name"],
+                "patternProperties": {"^k": {"type": "array", "maxItems": 1, "items": {"type": "object", "required": ["name"]}}}}},
+                "$ref": "#/definitions/node"}),
+            vec![
+                json!({"name": "a"}),
+                json!({"name": "a", "kids": [{"name": "b"}]}),
+                json!({"name": "a", "kids": [{"name": "b", "kids": [{"name": "c"}]}]}),
+            ],
+            vec![
+                json!({"name": "a", "kids": [{"leaf": 1}]}),
+                json!({"kids": []}),
+                json!({"name": "a", "kids": [{"name": "b"}, {"name": "c"}]}),
+                json!({"name": "a", "kids": [{"name": "b", "kids": [{"name": 5}]}]}),
+            ],
+        ),
+        case(
+            "a recursive definition under type alone keeps to it",
+            json!({"definitions": {"t": {"type": "object", "properties": {"sub": {"anyOf": [{"$ref": "#/definitions/t"}, {"type": "null"}], "type": ["object", "null"]}}}}, "$ref": "#/definitions/t"}),
+            vec![json!({"sub": null}), json!({"sub": {"sub": null}})],
+            vec![json!({"sub": 1}), json!({"sub": {"sub": []}}), json!([])],
+        ),
+        case(
+            "a recursive definition narrowed by a type inside itself",
+            json!({"definitions": {"a": {"anyOf": [{"type": "string"}, {"type": "array", "maxItems": 2, "items": {"anyOf": [{"$ref": "#/definitions/a"}], "type": "array"}}]}}, "$ref": "#/definitions/a"}),
+            vec![json!("x"), json!([]), json!([[]]), json!([[[]], []])],
+            vec![json!(["x"]), json!([1]), json!(5), json!([[], [], []])],
+        ),
+        case(
             "multipleOf on integers in a range",
             json!({"type": "integer", "multipleOf": 7, "minimum": 1, "maximum": 100}),
             vec![json!(7), json!(14), json!(98)],

@@ -15,6 +15,51 @@ pub fn intersect(a: &Node, b: &Node, defs: &Defs) -> Result<Node, String> {
     intersect_at(a, b, defs, 0)
 }
 
+thread_local! {
+    /// While an intersection may defer: the merges it deferred, in order.
+    static DEFERRED: std::cell::RefCell<Option<Vec<(RefId, Node)>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Like [`intersect`], but a definition still being read (a recursive
+/// `$ref`) merged with other constraints becomes a new slot, its id
+/// numbered after `defs`' slots, to be computed once every definition is
+/// read: returned are the node and, in slot order, the `(target, with)` of
+/// each new slot, which the caller must append to `defs` before anything
+/// else is added. A merge already in `defs.merges` is reused.
+pub fn intersect_deferring(
+    a: &Node,
+    b: &Node,
+    defs: &Defs,
+) -> Result<(Node, Vec<(RefId, Node)>), String> {
+    DEFERRED.with(|d| *d.borrow_mut() = Some(Vec::new()));
+    let out = intersect(a, b, defs);
+    let deferred = DEFERRED.with(|d| d.borrow_mut().take()).unwrap_or_default();
+    out.map(|node| (node, deferred))
+}
+
+/// The slot for `target` ∩ `with`, when deferring is allowed.
+fn defer(target: RefId, with: &Node, defs: &Defs) -> Option<RefId> {
+    if let Some(m) = defs
+        .merges
+        .iter()
+        .find(|m| m.target == target && m.with == *with)
+    {
+        return Some(m.id);
+    }
+    DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        let pending = d.as_mut()?;
+        let index = match pending.iter().position(|(t, w)| *t == target && w == with) {
+            Some(i) => i,
+            None => {
+                pending.push((target, with.clone()));
+                pending.len() - 1
+            }
+        };
+        Some(defs.nodes.len() + index)
+    })
+}
+
 /// Most pairs of nodes one intersection visits: recursive `$ref`s met on
 /// both sides can otherwise take exponential time.
 const MAX_INTERSECT_STEPS: u32 = 100_000;
@@ -51,9 +96,16 @@ fn intersect_at(a: &Node, b: &Node, defs: &Defs, depth: usize) -> Result<Node, S
         (Node::Any, x) | (x, Node::Any) => x.clone(),
         (Node::Never, _) | (_, Node::Never) => Node::Never,
         (Node::Ref(x), Node::Ref(y)) if x == y => Node::Ref(*x),
-        (Node::Ref(id), other) | (other, Node::Ref(id)) => {
-            intersect_at(&resolve(id)?, other, defs, next)?
-        }
+        (Node::Ref(id), other) | (other, Node::Ref(id)) => match resolve(id) {
+            Ok(target) => intersect_at(&target, other, defs, next)?,
+            // A definition still being read (a recursive `$ref`): a merge
+            // computed once every definition is read, where the caller
+            // allows it.
+            Err(reason) => match defer(*id, other, defs) {
+                Some(merged) => Node::Ref(merged),
+                None => return Err(reason),
+            },
+        },
         (Node::AnyOf(xs), other) | (other, Node::AnyOf(xs)) => {
             let mut out = Vec::new();
             for x in xs {

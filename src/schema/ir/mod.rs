@@ -22,7 +22,7 @@ mod intersect;
 pub use accepts::{accepts, validates};
 pub use complement::{all_except, all_kinds_except, missing_one_of};
 pub use exclusive::excludes;
-pub use intersect::{checked_str, intersect};
+pub use intersect::{checked_str, intersect, intersect_deferring};
 
 /// Index of a `$ref` target in [`Defs`].
 pub type RefId = usize;
@@ -267,6 +267,18 @@ pub struct Defs {
     pub pointers: Vec<String>,
     /// `None` while the target is being parsed (a recursive reference).
     pub nodes: Vec<Option<Node>>,
+    /// Slots that hold a target merged with other constraints, computed
+    /// once every target is read (see [`intersect_deferring`]).
+    pub merges: Vec<Merge>,
+}
+
+/// A definition merged with sibling constraints while it was still being
+/// read: slot `id` is `target` ∩ `with`, written once `target` is known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merge {
+    pub id: RefId,
+    pub target: RefId,
+    pub with: Node,
 }
 
 impl Defs {

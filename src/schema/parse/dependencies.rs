@@ -86,7 +86,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// `node` where `dep` holds: each object case split on its key.
-    fn apply(&self, node: &Node, dep: &Dependency, ptr: &str) -> Result<Node, SchemaError> {
+    fn apply(&mut self, node: &Node, dep: &Dependency, ptr: &str) -> Result<Node, SchemaError> {
         let object = match node {
             Node::AnyOf(branches) => {
                 let mut out = Vec::with_capacity(branches.len() * 2);
@@ -103,22 +103,28 @@ impl<'a> Ctx<'a> {
             // Not an object: dependencies do not apply.
             other => return Ok(other.clone()),
         };
-        let merge = |a: &Node, b: &Node| self.merge(a, b, ptr, dep.keyword);
-        match object.props.iter().find(|p| p.name == dep.key) {
+        let k = dep.keyword;
+        let required = object
+            .props
+            .iter()
+            .find(|p| p.name == dep.key)
+            .map(|p| (p.required, p.implicit));
+        match required {
             // Always there: the dependency always applies.
-            Some(p) if p.required && !p.implicit => merge(node, &dep.node),
+            Some((true, false)) => self.merge(node, &dep.node, ptr, k),
             // Written every time by the strict defaults (and left out only
             // where it would recurse without end, when the dependency met
             // anyway does no harm): written with its dependency, or left
             // out when the dependency cannot be met.
-            Some(p) if p.required => match merge(node, &dep.node)? {
-                Node::Never => merge(node, &key_absent(&dep.key)),
+            Some((true, true)) => match self.merge(node, &dep.node, ptr, k)? {
+                Node::Never => self.merge(node, &key_absent(&dep.key), ptr, k),
                 met => Ok(met),
             },
             // Optional: absent, or present with the dependency met.
             _ => {
-                let absent = merge(node, &key_absent(&dep.key))?;
-                let present = merge(&merge(node, &key_present(&dep.key))?, &dep.node)?;
+                let absent = self.merge(node, &key_absent(&dep.key), ptr, k)?;
+                let with_key = self.merge(node, &key_present(&dep.key), ptr, k)?;
+                let present = self.merge(&with_key, &dep.node, ptr, k)?;
                 Ok(any_of(
                     [absent, present]
                         .into_iter()

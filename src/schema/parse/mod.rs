@@ -73,6 +73,7 @@ pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, Sc
         skip_combinators: false,
     };
     let root = ctx.schema(schema, "", 0)?;
+    ctx.resolve_merges()?;
     if root == Node::Never {
         if let Some(reason) = ctx.approximated {
             return Err(SchemaError::new(
@@ -305,7 +306,7 @@ impl<'a> Ctx<'a> {
             .into_iter()
             .enumerate()
         {
-            node = ir::intersect(&node, &branch, &self.defs).map_err(|reason| {
+            node = self.intersect(&node, &branch).map_err(|reason| {
                 err(
                     ptr,
                     ErrorKind::AllOfNotMergeable {
@@ -469,8 +470,59 @@ impl<'a> Ctx<'a> {
         node
     }
 
-    fn merge(&self, a: &Node, b: &Node, ptr: &str, keyword: &str) -> Result<Node, SchemaError> {
-        ir::intersect(a, b, &self.defs).map_err(|reason| {
+    /// `a` ∩ `b`, where a definition still being read becomes a merge
+    /// computed once every definition is read.
+    fn intersect(&mut self, a: &Node, b: &Node) -> Result<Node, String> {
+        let (node, deferred) = ir::intersect_deferring(a, b, &self.defs)?;
+        for (target, with) in deferred {
+            let id = self.defs.nodes.len();
+            let of = self.defs.pointers.get(target).cloned().unwrap_or_default();
+            // Not a JSON pointer: no `$ref` finds it.
+            self.defs
+                .pointers
+                .push(format!("(#{of} merged with its siblings)"));
+            self.defs.nodes.push(None);
+            self.defs.merges.push(ir::Merge { id, target, with });
+        }
+        Ok(node)
+    }
+
+    /// Computes the merges deferred while their definitions were read, in
+    /// slot order (more may follow from them). A merge's target is an
+    /// earlier slot (a definition, or a merge computed before it), so it is
+    /// known by then.
+    fn resolve_merges(&mut self) -> Result<(), SchemaError> {
+        /// Merges one schema may need.
+        const MAX_MERGES: usize = 256;
+        let cannot = |reason: String| SchemaError::new("", ErrorKind::CannotWrite { reason });
+        let mut i = 0;
+        while let Some(m) = self.defs.merges.get(i).cloned() {
+            i += 1;
+            if i > MAX_MERGES {
+                return Err(cannot(format!(
+                    "recursive definitions merged with their siblings need more than {MAX_MERGES} merged copies"
+                )));
+            }
+            // Never unknown (see above); nothing would be a subset anyway.
+            let target = self.defs.get(m.target).cloned().unwrap_or(Node::Never);
+            let node = self.intersect(&target, &m.with).map_err(|reason| {
+                let of = self
+                    .defs
+                    .pointers
+                    .get(m.target)
+                    .cloned()
+                    .unwrap_or_default();
+                cannot(format!("#{of} merged with its siblings: {reason}"))
+            })?;
+            if let Some(slot) = self.defs.nodes.get_mut(m.id) {
+                *slot = Some(node);
+            }
+        }
+        Ok(())
+    }
+
+    fn merge(&mut self, a: &Node, b: &Node, ptr: &str, keyword: &str) -> Result<Node, SchemaError> {
+        self.intersect(a, b).map_err(|reason| {
             invalid(
                 ptr,
                 keyword,
@@ -558,7 +610,9 @@ impl<'a> Ctx<'a> {
                 if others == Node::Never || product > MAX_ONE_OF_ALTERNATIVES {
                     return Err(not_exclusive());
                 }
-                node = ir::intersect(&node, &others, &self.defs).map_err(|_| not_exclusive())?;
+                node = self
+                    .intersect(&node, &others)
+                    .map_err(|_| not_exclusive())?;
                 if ir::size(&node) > MAX_ONE_OF_NODES {
                     return Err(not_exclusive());
                 }
@@ -609,6 +663,7 @@ impl<'a> Ctx<'a> {
             // `$ref` targets it began are dropped with it.
             self.defs.pointers.truncate(defs_before);
             self.defs.nodes.truncate(defs_before);
+            self.defs.merges.retain(|m| m.id < defs_before);
             return Ok(Node::Never);
         }
         out

@@ -240,7 +240,7 @@ impl<'a> Ctx<'a> {
     /// with the merged schemas of those patterns. Keys that match none
     /// are left to `additionalProperties`.
     fn regions(
-        &self,
+        &mut self,
         patterns: &[(String, KeyLang, Node)],
         names: Option<&KeyLang>,
         ptr: &str,
