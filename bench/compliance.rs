@@ -192,6 +192,22 @@ fn hand_written() -> Vec<(String, Value)> {
                    "required": ["scores", "tags"]}),
         ),
         (
+            "lookaheads, anchors in groups and a long maxLength",
+            json!({"type": "object", "properties": {"handle": {"type": "string", "pattern": "^(?!@@)[@a-z_]{2,12}$"},
+                                                     "note": {"type": "string", "pattern": "^((?!TODO).)*$", "maxLength": 40},
+                                                     "module": {"type": "string", "pattern": "(^Hpt_|^Int_)[a-z]{1,8}$"},
+                                                     "site": {"type": "string", "format": "uri", "maxLength": 255}},
+                   "required": ["handle", "note", "module", "site"]}),
+        ),
+        (
+            "a recursive definition merged with its siblings",
+            json!({"definitions": {"node": {"type": "object", "properties": {
+                       "name": {"type": "string", "maxLength": 12},
+                       "kids": {"type": "array", "maxItems": 2, "items": {"anyOf": [{"$ref": "#/definitions/node"}], "type": "object"}}},
+                   "required": ["name"], "patternProperties": {"^k": {"type": "array", "maxItems": 1, "items": {"required": ["name"]}}}}},
+                   "$ref": "#/definitions/node"}),
+        ),
+        (
             "overlapping oneOf",
             json!({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "maximum": 10}]}),
         ),
