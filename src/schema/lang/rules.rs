@@ -73,34 +73,32 @@ impl Dfa {
         if self.states.is_empty() || max.is_some_and(|m| m < min) {
             return Ok(false);
         }
-        let (min, max) = self.needed_bounds(min, max);
-        let (nodes, lowered) = self.counted_product(min, max)?;
-        match live(nodes) {
-            Some(_) => Ok(true),
-            // Past the lowered maximum there may still be strings.
-            None if lowered => Err(LangError::TooManyStates { limit: MAX_STATES }),
-            None => Ok(false),
-        }
+        Ok(self.live_product(min, max)?.is_some())
     }
 
-    /// The product with the length counter; when `max` needs more states
-    /// than [`MAX_STATES`], the product for the largest maximum that fits
-    /// and [`LOWERED_STATES`] (a subset of the language, so the grammar
-    /// stays sound), if that
-    /// keeps at least [`MIN_LOWERED_MAX`] characters and `min`. The flag
-    /// says whether the maximum was lowered.
-    fn counted_product(&self, min: u64, max: Option<u64>) -> Result<(Vec<Node>, bool), LangError> {
-        match (self.product(min, max), max) {
-            (Ok(nodes), _) => Ok((nodes, false)),
+    /// The live states of the product with the length counter (bounds the
+    /// language already keeps dropped); `None` when no string has such a
+    /// length. When `max` needs more states than [`MAX_STATES`], the
+    /// product for the largest maximum that fits in [`LOWERED_STATES`] (a
+    /// subset of the language, so the grammar stays sound), if that keeps
+    /// at least [`MIN_LOWERED_MAX`] characters and `min`; a lowered product
+    /// with no string is an error, since longer strings may exist.
+    fn live_product(&self, min: u64, max: Option<u64>) -> Result<Option<Vec<Node>>, LangError> {
+        let (min, max) = self.needed_bounds(min, max);
+        let lowered = match (self.product(min, max), max) {
+            (Ok(nodes), _) => return Ok(live(nodes)),
             (Err(LangError::TooManyStates { limit }), Some(m)) => {
                 let fits = self.countable_max(m, LOWERED_STATES);
                 if fits < min || fits < MIN_LOWERED_MAX.min(m) {
                     return Err(LangError::TooManyStates { limit });
                 }
-                Ok((self.product(min, Some(fits))?, true))
+                self.product(min, Some(fits))?
             }
-            (Err(e), None) => Err(e),
-        }
+            (Err(e), None) => return Err(e),
+        };
+        live(lowered)
+            .map(Some)
+            .ok_or(LangError::TooManyStates { limit: MAX_STATES })
     }
 
     /// The largest maximum up to `max` whose product with the counter has
@@ -148,13 +146,7 @@ impl Dfa {
         if self.states.is_empty() || max.is_some_and(|m| m < min) {
             return Ok(None);
         }
-        let (min, max) = self.needed_bounds(min, max);
-        let (nodes, lowered) = self.counted_product(min, max)?;
-        let Some(nodes) = live(nodes) else {
-            // Past the lowered maximum there may still be strings.
-            if lowered {
-                return Err(LangError::TooManyStates { limit: MAX_STATES });
-            }
+        let Some(nodes) = self.live_product(min, max)? else {
             return Ok(None);
         };
         let mut indegree = vec![0usize; nodes.len()];
