@@ -36,7 +36,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     let rounds = args.number("--rounds", 3).max(1);
     let slowest = args.number("--slowest", 10);
-    // `--only LINE`: convert just that schema, `--rounds` times (for profiling).
+    // `--only LINE`: convert just that schema, `--rounds` times (for profiling);
+    // with `--show`, the grammar's size (`--text`: the grammar) or the refusal.
     let only = args.number("--only", 0);
     // `--json-schema-defaults`: objects read as a validator reads them.
     let options = schema::ConvertOptions {
@@ -70,6 +71,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             first.get_or_insert(took);
             best = best.min(took);
             accepted = result.is_ok();
+            if only != 0 && args.has("--show") {
+                match &result {
+                    Ok(c) if args.has("--text") => println!("{}", c.gbnf.as_str()),
+                    Ok(c) => eprintln!("grammar: {} bytes", c.gbnf.as_str().len()),
+                    Err(e) => eprintln!("refused: {e}"),
+                }
+            }
         }
         times.push(Timing {
             first: first.unwrap_or(best),

@@ -498,6 +498,19 @@ fn cases() -> Vec<Case> {
             ],
         ),
         case(
+            "a minLength the pattern implies (its automaton would be too large)",
+            json!({"type": "string", "pattern": "a[ab]{12}$", "minLength": 13}),
+            vec![json!("abababababababa"), json!("xaaaaaaaaaaaaa")],
+            vec![json!("aaaaaaaaaaaa"), json!("ab"), json!("aaaaaaaaaaaaac")],
+        ),
+        case(
+            "a minLength the format implies",
+            // The shortest URI written is `a://b`.
+            json!({"type": "string", "format": "uri", "minLength": 5}),
+            vec![json!("a://b"), json!("https://example.com/x")],
+            vec![json!(""), json!("a"), json!("no scheme")],
+        ),
+        case(
             "pattern under a maxLength too long to count",
             json!({"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "maxLength": 3000}),
             vec![

@@ -205,6 +205,20 @@ impl Format {
         Some(capped(&expr, lo))
     }
 
+    /// The fewest characters of any of its strings.
+    pub fn shortest_len(self) -> u64 {
+        thread_local! {
+            static SHORTEST: std::cell::RefCell<std::collections::HashMap<Format, u64>> =
+                std::cell::RefCell::default();
+        }
+        SHORTEST.with(|memo| {
+            *memo
+                .borrow_mut()
+                .entry(self)
+                .or_insert_with(|| shortest(&self.expr()))
+        })
+    }
+
     /// The language of the values (the same characters: formats need no
     /// JSON escaping).
     pub fn re(self) -> Option<crate::schema::lang::Re> {

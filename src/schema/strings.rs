@@ -119,8 +119,11 @@ fn push_scalar_range(out: &mut Vec<(char, char)>, lo: u32, hi: u32) {
 }
 
 /// Characters written raw inside a JSON string.
-fn raw_set() -> CharSet {
-    CharSet::from_ranges([('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')]).complement()
+fn raw_set() -> &'static CharSet {
+    static RAW: OnceLock<CharSet> = OnceLock::new();
+    RAW.get_or_init(|| {
+        CharSet::from_ranges([('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')]).complement()
+    })
 }
 
 /// The canonical JSON encoding of one character (without quotes).
@@ -152,11 +155,11 @@ pub fn quoted_literal(s: &str) -> Expr {
 /// is empty.
 pub fn char_in(set: &CharSet) -> Option<Expr> {
     let mut alts = Vec::new();
-    let raw = set.intersect(&raw_set());
+    let raw = set.intersect(raw_set());
     if !raw.is_empty() {
         alts.push(class_expr(&raw));
     }
-    let escaped = set.minus(&raw_set());
+    let escaped = set.minus(raw_set());
     for &(a, b) in escaped.ranges() {
         alts.extend(
             escape_table()
@@ -206,16 +209,25 @@ pub fn any_char() -> Expr {
 /// String content (no quotes) of any string except the given values. Built
 /// from a trie of the excluded values, so its size is linear in their length.
 pub fn content_excluding(excluded: &[&str]) -> Expr {
+    let escapes = Expr::alt(escapes().iter().cloned());
+    content_excluding_in(excluded, &any_char(), &escapes)
+}
+
+/// [`content_excluding`] written with `any` for one character of a string and
+/// `escapes` for every escape sequence (the caller's rule references, so that
+/// each trie node costs a class and two references instead of the ~35
+/// alternatives of a character spelled out).
+pub fn content_excluding_in(excluded: &[&str], any: &Expr, escapes: &Expr) -> Expr {
     let words: Vec<Vec<char>> = excluded.iter().map(|w| w.chars().collect()).collect();
     let refs: Vec<&[char]> = words.iter().map(Vec::as_slice).collect();
-    excluding(&refs)
+    let any_rest = any.clone().repeat(0, None);
+    excluding(&refs, &any_rest, escapes)
 }
 
 /// Strings not in `words` (all suffixes at the same trie node).
-fn excluding(words: &[&[char]]) -> Expr {
-    let any_rest = any_char().repeat(0, None);
+fn excluding(words: &[&[char]], any_rest: &Expr, escapes: &Expr) -> Expr {
     if words.is_empty() {
-        return any_rest;
+        return any_rest.clone();
     }
     let mut alts = Vec::new();
     if !words.iter().any(|w| w.is_empty()) {
@@ -225,8 +237,19 @@ fn excluding(words: &[&[char]]) -> Expr {
     firsts.sort_unstable();
     firsts.dedup();
     let others = CharSet::from_ranges(firsts.iter().map(|&c| (c, c))).complement();
-    if let Some(c) = char_in(&others) {
-        alts.push(Expr::seq([c, any_rest]));
+    let other_char = if firsts.iter().any(|&c| !raw_set().contains(c)) {
+        // A word starts with a character written escaped: spell the others.
+        char_in(&others)
+    } else {
+        let raw = others.intersect(raw_set());
+        Some(if raw.is_empty() {
+            escapes.clone()
+        } else {
+            Expr::alt([class_expr(&raw), escapes.clone()])
+        })
+    };
+    if let Some(c) = other_char {
+        alts.push(Expr::seq([c, any_rest.clone()]));
     }
     for c in firsts {
         let rest: Vec<&[char]> = words
@@ -234,7 +257,10 @@ fn excluding(words: &[&[char]]) -> Expr {
             .filter(|w| w.first() == Some(&c))
             .map(|w| &w[1..])
             .collect();
-        alts.push(Expr::seq([Expr::lit(encode_char(c)), excluding(&rest)]));
+        alts.push(Expr::seq([
+            Expr::lit(encode_char(c)),
+            excluding(&rest, any_rest, escapes),
+        ]));
     }
     Expr::alt(alts)
 }

@@ -52,6 +52,7 @@ pub fn emit(
         hoisted: HashMap::new(),
         strings: HashMap::new(),
         multiples: HashMap::new(),
+        keys_excluding: HashMap::new(),
         empty_range: None,
         limitation: None,
     };
@@ -128,6 +129,9 @@ struct Emitter<'a> {
     strings: HashMap<StrNode, Option<Expr>>,
     /// The grammar of each numeric node with divisors (integer or not).
     multiples: HashMap<(bool, NumRange), Option<Expr>>,
+    /// The rule of the keys other than each set of declared names (sorted):
+    /// objects that share their names (a definition and its merges) share it.
+    keys_excluding: HashMap<Vec<String>, String>,
     /// The rule already holding each hoisted repetition body.
     hoisted: HashMap<Expr, String>,
     /// Why the first numeric range that matched nothing did: a union drops
@@ -446,6 +450,12 @@ impl Emitter<'_> {
         }
     }
 
+    /// String content except `names`, over the shared character rules.
+    fn content_excluding(&mut self, names: &[&str]) -> Expr {
+        let ch = self.shared("char");
+        strings::content_excluding_in(names, &ch, &Expr::rule(ESCAPE_RULE))
+    }
+
     /// The grammar of a string node, or `None` when no string meets it.
     fn string(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
         let content = if s.needs_automaton() {
@@ -462,7 +472,8 @@ impl Emitter<'_> {
         } else if !s.not_in.is_empty() {
             let names: Vec<&str> = s.not_in.iter().map(String::as_str).collect();
             let name = self.fresh(&format!("{hint}-except"));
-            self.define(name.clone(), strings::content_excluding(&names));
+            let content = self.content_excluding(&names);
+            self.define(name.clone(), content);
             Expr::rule(name)
         } else if s.min_len == 0 && s.max_len.is_none() {
             return Ok(Some(self.shared("string")));

@@ -13,14 +13,24 @@ impl Emitter<'_> {
     /// A member of a key other than the declared ones, of value `value`
     /// (`additional`'s schema).
     fn additional_member(&mut self, o: &ObjNode, value: Expr, hint: &str) -> Expr {
-        let names: Vec<&str> = o.props.iter().map(|p| p.name.as_str()).collect();
-        let key = Expr::seq([
-            Expr::lit("\""),
-            strings::content_excluding(&names),
-            Expr::lit("\""),
-        ]);
-        let key_name = self.fresh(&format!("{hint}-key"));
-        self.define(key_name.clone(), key);
+        let mut names: Vec<String> = o.props.iter().map(|p| p.name.clone()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let key_name = match self.keys_excluding.get(&names) {
+            Some(name) => name.clone(),
+            None => {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                let key = Expr::seq([
+                    Expr::lit("\""),
+                    self.content_excluding(&refs),
+                    Expr::lit("\""),
+                ]);
+                let key_name = self.fresh(&format!("{hint}-key"));
+                self.define(key_name.clone(), key);
+                self.keys_excluding.insert(names, key_name.clone());
+                key_name
+            }
+        };
         Expr::seq([
             Expr::rule(key_name),
             Expr::lit(self.layout.key_separator.as_str()),

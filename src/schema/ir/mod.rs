@@ -410,7 +410,7 @@ impl StrNode {
     /// grammar is written from an automaton of their intersection rather
     /// than from one constraint alone.
     pub fn needs_automaton(&self) -> bool {
-        let lengths = self.min_len > 0 || self.max_len.is_some();
+        let lengths = self.max_len.is_some() || self.min_len > self.implied_min_len();
         let kinds = usize::from(lengths)
             + self.patterns.len()
             + self.formats.len()
@@ -419,6 +419,18 @@ impl StrNode {
         kinds > 1
             || !self.excluded.is_empty()
             || self.patterns.iter().any(|p| regex::needs_automaton(p))
+    }
+
+    /// A length every value has anyway: the shortest string of each pattern
+    /// and format is a lower bound on the values' length, so a `minLength`
+    /// within it constrains nothing (`format: uri` with `minLength: 1`).
+    fn implied_min_len(&self) -> u64 {
+        let formats = self.formats.iter().map(|f| f.shortest_len());
+        let patterns = self
+            .patterns
+            .iter()
+            .map(|p| regex::shortest_match(p).unwrap_or(0));
+        formats.chain(patterns).max().unwrap_or(0)
     }
 
     /// The language of the values, lengths left out (they are applied

@@ -114,16 +114,6 @@ impl Dfa {
         self.states.len()
     }
 
-    /// The transitions of a state as character sets.
-    pub(super) fn edges(&self, state: usize) -> Vec<(CharSet, usize)> {
-        self.states.get(state).map_or_else(Vec::new, |s| {
-            s.next
-                .iter()
-                .map(|(bits, t)| (self.alphabet.chars_of(bits), *t))
-                .collect()
-        })
-    }
-
     /// The shortest and longest accepted lengths (`None`: unbounded). `None`
     /// for the empty language.
     pub fn length_bounds(&self) -> Option<(u64, Option<u64>)> {

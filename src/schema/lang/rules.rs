@@ -10,11 +10,12 @@
 
 use std::collections::HashMap;
 
+use super::alphabet::{Alphabet, Bits};
 use super::dfa::Dfa;
 use super::{LangError, MAX_STATES};
 use crate::grammar::expr::Expr;
 use crate::schema::emit::repeat;
-use crate::schema::strings::{char_in, CharSet};
+use crate::schema::strings::char_in;
 
 /// A length maximum whose counter needs more than [`MAX_STATES`] states is
 /// lowered to the largest that fits, but never below this many characters
@@ -39,15 +40,25 @@ pub struct Emitted {
     pub rules: Vec<(String, Expr)>,
 }
 
-/// A state of the product of the automaton with a length counter.
+/// The maximum a product is counted to.
+enum Counted {
+    /// The length maximum asked for.
+    Exact(u64),
+    /// A lower one, the asked one needing too many states.
+    Lowered(u64),
+}
+
+/// A state of the product of the automaton with a length counter, its
+/// character sets as the automaton's classes (turned into characters only
+/// when written).
 struct Node {
     accepting: bool,
     /// A state that only loops on these characters: the rest is
     /// `set{lo, hi}`.
-    sink: Option<(CharSet, u64, Option<u64>)>,
+    sink: Option<(Bits, u64, Option<u64>)>,
     /// The characters that stay in this node.
-    self_loop: Option<CharSet>,
-    edges: Vec<(CharSet, usize)>,
+    self_loop: Option<Bits>,
+    edges: Vec<(Bits, usize)>,
 }
 
 impl Dfa {
@@ -68,37 +79,90 @@ impl Dfa {
     }
 
     /// Whether some string of the language has a length in `min..=max`;
-    /// an error when writing it so would take too many states.
+    /// an error when writing it so would take too many states. The same
+    /// answer as [`Dfa::rules`] gives, found without building the product
+    /// when there is a maximum.
     pub fn has_length_in(&self, min: u64, max: Option<u64>) -> Result<bool, LangError> {
         if self.states.is_empty() || max.is_some_and(|m| m < min) {
             return Ok(false);
         }
-        Ok(self.live_product(min, max)?.is_some())
+        let (min, max) = self.needed_bounds(min, max);
+        match self.counted_max(min, max)? {
+            None => Ok(live(self.product(min, None)?).is_some()),
+            Some(Counted::Exact(m)) => Ok(self.reaches_length(min, m)),
+            Some(Counted::Lowered(m)) => {
+                if self.reaches_length(min, m) {
+                    Ok(true)
+                } else {
+                    Err(LangError::TooManyStates { limit: MAX_STATES })
+                }
+            }
+        }
+    }
+
+    /// The maximum the product is built with: `None` when there is none;
+    /// when `max` needs more states than [`MAX_STATES`], the largest maximum
+    /// that fits in [`LOWERED_STATES`] (a subset of the language, so the
+    /// grammar stays sound), if that keeps at least [`MIN_LOWERED_MAX`]
+    /// characters and `min`.
+    fn counted_max(&self, min: u64, max: Option<u64>) -> Result<Option<Counted>, LangError> {
+        let Some(m) = max else {
+            return Ok(None);
+        };
+        if self.countable_max(m, MAX_STATES) >= m {
+            return Ok(Some(Counted::Exact(m)));
+        }
+        let fits = self.countable_max(m, LOWERED_STATES);
+        if fits < min || fits < MIN_LOWERED_MAX.min(m) {
+            return Err(LangError::TooManyStates { limit: MAX_STATES });
+        }
+        Ok(Some(Counted::Lowered(fits)))
+    }
+
+    /// Whether the product with the counter up to `max` has a live start:
+    /// an accepting state reached with at least `min` characters, or a
+    /// state that only loops (written as a counted tail).
+    fn reaches_length(&self, min: u64, max: u64) -> bool {
+        let mut layer = vec![0usize];
+        let mut seen = vec![u64::MAX; self.states.len()];
+        for n in 0..=max {
+            let mut next = Vec::new();
+            for &q in &layer {
+                let targets = &self.states[q].next;
+                if !targets.is_empty() && targets.iter().all(|(_, t)| *t == q) {
+                    return true;
+                }
+                if self.states[q].accepting && n >= min {
+                    return true;
+                }
+                for (_, t) in targets {
+                    if seen[*t] != n + 1 {
+                        seen[*t] = n + 1;
+                        next.push(*t);
+                    }
+                }
+            }
+            if next.is_empty() {
+                return false;
+            }
+            layer = next;
+        }
+        false
     }
 
     /// The live states of the product with the length counter (bounds the
-    /// language already keeps dropped); `None` when no string has such a
-    /// length. When `max` needs more states than [`MAX_STATES`], the
-    /// product for the largest maximum that fits in [`LOWERED_STATES`] (a
-    /// subset of the language, so the grammar stays sound), if that keeps
-    /// at least [`MIN_LOWERED_MAX`] characters and `min`; a lowered product
+    /// language already keeps dropped, a maximum as [`Dfa::counted_max`]
+    /// sets it); `None` when no string has such a length. A lowered product
     /// with no string is an error, since longer strings may exist.
     fn live_product(&self, min: u64, max: Option<u64>) -> Result<Option<Vec<Node>>, LangError> {
         let (min, max) = self.needed_bounds(min, max);
-        let lowered = match (self.product(min, max), max) {
-            (Ok(nodes), _) => return Ok(live(nodes)),
-            (Err(LangError::TooManyStates { limit }), Some(m)) => {
-                let fits = self.countable_max(m, LOWERED_STATES);
-                if fits < min || fits < MIN_LOWERED_MAX.min(m) {
-                    return Err(LangError::TooManyStates { limit });
-                }
-                self.product(min, Some(fits))?
-            }
-            (Err(e), None) => return Err(e),
-        };
-        live(lowered)
-            .map(Some)
-            .ok_or(LangError::TooManyStates { limit: MAX_STATES })
+        match self.counted_max(min, max)? {
+            None => Ok(live(self.product(min, None)?)),
+            Some(Counted::Exact(m)) => Ok(live(self.product(min, Some(m))?)),
+            Some(Counted::Lowered(m)) => live(self.product(min, Some(m))?)
+                .map(Some)
+                .ok_or(LangError::TooManyStates { limit: MAX_STATES }),
+        }
     }
 
     /// The largest maximum up to `max` whose product with the counter has
@@ -158,13 +222,14 @@ impl Dfa {
             }
         }
         // Sets that end many counted tails share one chain of rules.
-        let mut sinks: HashMap<CharSet, usize> = HashMap::new();
+        let mut sinks: HashMap<Bits, usize> = HashMap::new();
         for node in &nodes {
             if let Some((set, _, Some(_))) = &node.sink {
                 *sinks.entry(set.clone()).or_default() += 1;
             }
         }
         let mut writer = Writer {
+            alphabet: &self.alphabet,
             nodes: &nodes,
             indegree: &indegree,
             names: vec![None; nodes.len()],
@@ -204,12 +269,12 @@ impl Dfa {
         let mut i = 0;
         while let Some(&(q, n)) = keys.get(i) {
             i += 1;
-            let edges = self.edges(q);
+            let edges = &self.states[q].next;
             let only_loops = !edges.is_empty() && edges.iter().all(|(_, t)| *t == q);
             if only_loops && (max.is_some() || n < min) {
                 let set = edges
                     .iter()
-                    .fold(CharSet::empty(), |acc, (s, _)| acc.union(s));
+                    .fold(Bits::empty(self.alphabet.len()), |acc, (s, _)| acc.or(s));
                 nodes.push(Node {
                     accepting: false,
                     sink: Some((set, min.saturating_sub(n), max.map(|m| m - n))),
@@ -228,6 +293,7 @@ impl Dfa {
             if max.is_none_or(|m| n < m) {
                 let next_n = step(n);
                 for (set, t) in edges {
+                    let t = *t;
                     let key = (t, next_n);
                     let target = match index.get(&key) {
                         Some(&x) => x,
@@ -243,11 +309,11 @@ impl Dfa {
                     };
                     if target == nodes.len() {
                         node.self_loop = Some(match node.self_loop.take() {
-                            Some(s) => s.union(&set),
-                            None => set,
+                            Some(s) => s.or(set),
+                            None => set.clone(),
                         });
                     } else {
-                        node.edges.push((set, target));
+                        node.edges.push((set.clone(), target));
                     }
                 }
             }
@@ -312,28 +378,29 @@ fn live(nodes: Vec<Node>) -> Option<Vec<Node>> {
 }
 
 struct Writer<'a> {
+    alphabet: &'a Alphabet,
     nodes: &'a [Node],
     indegree: &'a [usize],
     names: Vec<Option<String>>,
     pending: Vec<usize>,
     fresh: &'a mut dyn FnMut() -> String,
     /// The expression of each character set written so far.
-    chars: HashMap<CharSet, Option<Expr>>,
+    chars: HashMap<Bits, Option<Expr>>,
     /// For the sets of many counted tails, the rules `up to j of them`,
     /// by `j`.
-    chained: HashMap<CharSet, Vec<String>>,
+    chained: HashMap<Bits, Vec<String>>,
     /// Rules other than the nodes' (the chains).
     extra: Vec<(String, Expr)>,
 }
 
 impl Writer<'_> {
-    fn chars(&mut self, set: &CharSet) -> Option<Expr> {
+    fn chars(&mut self, set: &Bits) -> Option<Expr> {
         if let Some(x) = self.chars.get(set) {
             return x.clone();
         }
         // A set written as more than one class gets a rule of its own, so
         // that the states that use it share its text.
-        let x = char_in(set).map(|c| match c {
+        let x = char_in(&self.alphabet.chars_of(set)).map(|c| match c {
             Expr::Alt(_) => {
                 let name = (self.fresh)();
                 self.extra.push((name.clone(), c));
@@ -346,7 +413,7 @@ impl Writer<'_> {
     }
 
     /// `set{lo, hi}`.
-    fn counted(&mut self, set: &CharSet, lo: u64, hi: Option<u64>) -> Expr {
+    fn counted(&mut self, set: &Bits, lo: u64, hi: Option<u64>) -> Expr {
         let Some(c) = self.chars(set) else {
             return Expr::empty();
         };
@@ -361,7 +428,7 @@ impl Writer<'_> {
 
     /// A rule for up to `j` characters of `set` (`c` writes one), from a
     /// chain shared by every tail of that set.
-    fn up_to(&mut self, set: &CharSet, c: &Expr, j: u64) -> Expr {
+    fn up_to(&mut self, set: &Bits, c: &Expr, j: u64) -> Expr {
         if j == 0 {
             return Expr::empty();
         }
@@ -396,10 +463,10 @@ impl Writer<'_> {
         }
         let mut alts = Vec::new();
         // Edges grouped by target keep one alternative per target.
-        let mut by_target: Vec<(usize, CharSet)> = Vec::new();
+        let mut by_target: Vec<(usize, Bits)> = Vec::new();
         for (set, t) in &node.edges {
             match by_target.iter_mut().find(|(x, _)| x == t) {
-                Some((_, s)) => *s = s.union(set),
+                Some((_, s)) => *s = s.or(set),
                 None => by_target.push((*t, set.clone())),
             }
         }

@@ -248,6 +248,28 @@ impl Terms {
             let rest = self.cat(y, b);
             return self.cat(x, rest);
         }
+        // Before or after every string, extra repetitions of a bounded
+        // part are absorbed: `x{m,n}.*` is `x{m}.*` and `.*x{m,n}` (at the
+        // end) is `.*x{m}`. Unanchored patterns with a counted part
+        // (`[a-z]{1,255}`) would otherwise count to n in every state.
+        let absorbing = b == TOP || matches!(*self.term(b), Term::Cat(TOP, _));
+        if let Term::Rep(x, min, max) = *self.term(a) {
+            if absorbing && max != Some(min) {
+                let fewest = self.rep(x, min, Some(min));
+                return self.cat(fewest, b);
+            }
+        }
+        if a == TOP {
+            if let Term::Rep(x, min, max) = *self.term(b) {
+                if max != Some(min) {
+                    let fewest = self.rep(x, min, Some(min));
+                    return self.cat(TOP, fewest);
+                }
+            }
+            if b == TOP {
+                return TOP;
+            }
+        }
         self.intern(Term::Cat(a, b))
     }
 
@@ -351,6 +373,13 @@ impl Terms {
         }
         if min == 1 && max == Some(1) {
             return a;
+        }
+        if min == 0 && max.is_none() {
+            if let Term::Set(bits) = self.term(a) {
+                if *bits == Bits::full(self.classes) {
+                    return TOP;
+                }
+            }
         }
         if let Some(m) = max {
             if m < min {

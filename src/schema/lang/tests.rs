@@ -207,12 +207,15 @@ fn emitted_matches(e: &Emitted, encoded: &str) -> bool {
 }
 
 fn emit(dfa: &Dfa, min: u64, max: Option<u64>) -> Option<Emitted> {
+    emit_checked(dfa, min, max).expect("emits")
+}
+
+fn emit_checked(dfa: &Dfa, min: u64, max: Option<u64>) -> Result<Option<Emitted>, LangError> {
     let mut n = 0;
     dfa.rules(min, max, &mut || {
         n += 1;
         format!("s{n}")
     })
-    .expect("emits")
 }
 
 #[test]
@@ -254,6 +257,11 @@ fn emitted_rules_match_the_encoded_strings_of_the_language_within_lengths() {
             _ => Some(min + rng.below(4)),
         };
         let emitted = emit(&dfa, min, max);
+        assert_eq!(
+            dfa.has_length_in(min, max).ok(),
+            Some(emitted.is_some()),
+            "round {round}: {re:?} {min}..{max:?}"
+        );
         for s in &all {
             let text: String = s.iter().collect();
             let len = s.len() as u64;
@@ -421,6 +429,45 @@ fn minimal_automata_of_familiar_languages() {
 }
 
 #[test]
+fn counted_parts_beside_any_string_do_not_count() {
+    // An unanchored `[a-z]{1,255}` is "some letter": counting to 255 in
+    // every state made a 21 ms conversion of a small schema.
+    let cases = [
+        ("[a-c]{1,255}", 2),
+        ("^a{2,500}", 3),
+        ("b{1,400}$", 2),
+        ("^(?:ab){1,90}", 3),
+        ("a{2,}", 3),
+    ];
+    let texts: Vec<String> = [
+        "", "a", "b", "c", "aa", "ab", "abc", "ba", "bb", "xb", "xab", "ababc",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .chain(strings(4).iter().map(|s| s.iter().collect()))
+    .collect();
+    for (p, states) in cases {
+        let dfa = Dfa::new(&pattern_to_re(p).expect("parses")).expect("compiles");
+        assert_eq!(dfa.len(), states, "{p}");
+        let rust = regex::Regex::new(p).expect("regex crate parses");
+        for text in &texts {
+            assert_eq!(dfa.matches(text), rust.is_match(text), "{p} on {text:?}");
+        }
+    }
+    // Counted further than an automaton may explore: only absorbing the
+    // extra repetitions keeps it within the limit.
+    let far = Re::Repeat(
+        Box::new(Re::Set(CharSet::from_ranges([('a', 'c')]))),
+        1,
+        Some(MAX_STATES as u32 * 2),
+    );
+    let unanchored = Re::Seq(vec![Re::any_string(), far.clone(), Re::any_string()]);
+    assert_eq!(Dfa::new(&unanchored).expect("compiles").len(), 2);
+    let at_end = Re::Seq(vec![Re::any_string(), far]);
+    assert_eq!(Dfa::new(&at_end).expect("compiles").len(), 2);
+}
+
+#[test]
 fn length_bounds_of_automata() {
     let dfa = |p: &str| Dfa::new(&pattern_to_re(p).expect("parses")).expect("compiles");
     assert_eq!(dfa("^[0-9]{3,5}$").length_bounds(), Some((3, Some(5))));
@@ -438,6 +485,41 @@ fn a_large_maximum_length_over_a_trailing_loop_stays_small() {
     assert!(e.rules.len() <= 2, "{:?}", e.rules);
     assert!(emitted_matches(&e, &format!("a{}", "0".repeat(2047))));
     assert!(!emitted_matches(&e, &format!("a{}", "0".repeat(2048))));
+}
+
+#[test]
+fn length_checks_agree_with_the_rules_written_when_the_maximum_is_lowered() {
+    use crate::schema::formats::Format;
+    // About 15 states at each length: counting to 400 needs more than
+    // MAX_STATES states, so the maximum is lowered (to about 68), or
+    // refused where that drops below `min`. A URI counted to 64 is refused.
+    let wide =
+        Dfa::new(&pattern_to_re("^(?:[ab]|c[ab]{14})*$").expect("parses")).expect("compiles");
+    let uri = Dfa::new(&Format::Uri.re().expect("plain characters")).expect("compiles");
+    let cases = [
+        (&wide, 0, Some(400)),
+        (&wide, 60, Some(400)),
+        (&wide, 100, Some(400)),
+        (&wide, 5, None),
+        (&uri, 0, Some(20)),
+        (&uri, 0, Some(64)),
+        (&uri, 3, None),
+    ];
+    for (dfa, min, max) in cases {
+        let written = emit_checked(dfa, min, max);
+        let checked = dfa.has_length_in(min, max);
+        assert_eq!(
+            checked.as_ref().ok(),
+            written.as_ref().ok().map(Option::is_some).as_ref(),
+            "{min}..{max:?}: {checked:?}"
+        );
+        assert_eq!(checked.is_err(), written.is_err(), "{min}..{max:?}");
+    }
+    let lowered = emit(&wide, 0, Some(400)).expect("some");
+    assert!(emitted_matches(&lowered, &"ab".repeat(20)));
+    assert!(!emitted_matches(&lowered, &"ab".repeat(100)), "not lowered");
+    assert!(wide.has_length_in(100, Some(400)).is_err());
+    assert!(uri.has_length_in(0, Some(64)).is_err());
 }
 
 #[test]

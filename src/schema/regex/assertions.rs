@@ -266,7 +266,7 @@ fn has_start(node: &Node) -> bool {
 }
 
 /// The fewest characters `node` reads.
-fn shortest(node: &Node) -> u64 {
+pub(super) fn shortest(node: &Node) -> u64 {
     match node {
         Node::Char(_) | Node::Set { .. } => 1,
         Node::Seq(items) => items.iter().map(shortest).fold(0, u64::saturating_add),

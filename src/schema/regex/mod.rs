@@ -199,6 +199,23 @@ pub fn needs_automaton(pattern: &str) -> bool {
         .is_ok_and(|alternatives| has_inner_assertion(&alternatives))
 }
 
+/// A lower bound on the length of the strings `pattern` matches (under
+/// search semantics, the shortest match of its least demanding
+/// alternative; lookaheads count as reading nothing). `None` for an invalid
+/// pattern.
+pub fn shortest_match(pattern: &str) -> Option<u64> {
+    let alternatives = Parser::new(pattern).parse_pattern().ok()?;
+    alternatives
+        .iter()
+        .map(|terms| {
+            let (_, core) = split_anchors(terms);
+            core.iter()
+                .map(assertions::shortest)
+                .fold(0, u64::saturating_add)
+        })
+        .min()
+}
+
 /// Checks that `pattern` can be enforced: as a grammar expression, or as a
 /// language when it has assertions inside it.
 pub fn check(pattern: &str) -> Result<(), RegexError> {
