@@ -18,7 +18,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model embedding-model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed
+.PHONY: demo test deps build model embedding-model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -54,7 +54,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -114,6 +114,9 @@ bench-deadline: build model
 
 bench-stream: build model
 	$(PHP_WITH_EXT) bench/stream.php $(INFER_MODEL)
+
+bench-template: build model
+	$(PHP_WITH_EXT) bench/template.php $(INFER_MODEL)
 
 bench-embed: build model embedding-model
 	bash bench/build-llama-tools.sh

@@ -23,6 +23,9 @@ printf(
     $ms,
 );
 
+// The exact text the model received: the GGUF's Jinja chat template, rendered as Hugging Face renders it.
+printf("   rendered by the model's %s template: %s\n", $model->chatTemplateKind(), json_encode($model->renderPrompt($prompt)));
+
 // Streaming: the reply piece by piece, as it is generated.
 echo "Streamed: ";
 foreach ($model->stream(Prompt::user('Name three colours.'), maxTokens: 24) as $piece) {

@@ -70,14 +70,21 @@ final class Model
     public static function load(string $path, array $options = []): Model {}
 
     /**
-     * Render $prompt with the chat template stored in the GGUF and generate a reply.
+     * Render $prompt with the chat template stored in the GGUF and generate a reply. The template is Jinja,
+     * rendered as Hugging Face's apply_chat_template renders it (messages, add_generation_prompt, bos_token,
+     * eos_token, raise_exception, strftime_now, and the caller's template_vars); a GGUF without a template is
+     * rendered in llama.cpp's built-in ChatML format (see chatTemplateKind(), renderPrompt()).
      *
      * @param int $maxTokens tokens to generate at most (>= 1)
      * @param int $nCtx context size in tokens (>= 1, at most contextLength())
      * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
      * @param int $seed the same seed gives the same output
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
-     * @throws InferenceException
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, template_vars?: array<string, mixed>} $options
+     *        template_vars: variables for the chat template (e.g. ['enable_thinking' => false]), each passed as the
+     *        JSON value of the PHP value; the names the renderer sets (messages, add_generation_prompt, bos_token,
+     *        eos_token, raise_exception, strftime_now) are refused.
+     * @throws InferenceException also when the template calls raise_exception() (its message is in the exception's)
+     *         or fails
      */
     public function chat(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Response {}
 
@@ -99,7 +106,7 @@ final class Model
      * While the stream is open (not iterated to the end, cancelled or destroyed), every other call on this model
      * (chat(), raw(), another stream, close(), ...) throws InferenceException.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, template_vars?: array<string, mixed>} $options
      * @throws InferenceException when the stream cannot start (the errors of chat() that come before generation)
      */
     public function stream(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Stream {}
@@ -122,7 +129,7 @@ final class Model
      *
      * @param list<Prompt> $prompts a list (keys 0, 1, 2, ... in order; pass array_values() of another array)
      * @param int $nCtx the context of each prompt, as in chat(); the shared context is sized from it
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, template_vars?: array<string, mixed>, parallel?: int} $options
      *        the options of chat(), plus parallel: how many prompts are decoded at a time (int from 1 to 256,
      *        default 32); when there are more prompts, a sequence that finishes takes the next prompt at once.
      *        cache_prompt has no effect here.
@@ -195,6 +202,25 @@ final class Model
      * @throws InferenceException when the model is closed
      */
     public function chatTemplate(): ?string {}
+
+    /**
+     * How chat() renders prompts: 'jinja' (the GGUF's own template, rendered as Hugging Face renders it) or
+     * 'chatml' (llama.cpp's built-in ChatML format, used only for a GGUF that stores no template).
+     *
+     * @return 'jinja'|'chatml'
+     * @throws InferenceException when the model is closed
+     */
+    public function chatTemplateKind(): string {}
+
+    /**
+     * The exact text chat() gives the model for $prompt: the rendered template, ending with the opening of the
+     * assistant's turn. Nothing is generated.
+     *
+     * @param array $options the options of chat() (template_vars is the one that changes the text; the others are
+     *        checked as chat() checks them)
+     * @throws InferenceException as chat() does before generating (a template that raises or fails, a closed model)
+     */
+    public function renderPrompt(Prompt $prompt, array $options = []): string {}
 }
 
 /**

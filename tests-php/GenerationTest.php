@@ -121,10 +121,13 @@ final class GenerationTest extends InferTestCase
             substr(DefaultModel::COUNTING, 0, strpos(DefaultModel::COUNTING, ' 9')),
             self::model()->raw('1, 2, 3, 4, 5, 6,', maxTokens: 20, options: ['stop' => [' 9']]),
         );
-        $r = self::model()->chat(Prompt::user('List the days of the week, separated by commas.'), maxTokens: 40, options: ['stop' => ['Thursday', 'zzz']]);
+        $days = Prompt::system('Answer briefly.')->withUser('List the days of the week, separated by commas.');
+        $off = ['cache_prompt' => false];
+        $full = self::model()->chat($days, maxTokens: 40, options: $off)->text();
+        $this->assertStringContainsString('Thursday', $full);
+        $r = self::model()->chat($days, maxTokens: 40, options: $off + ['stop' => ['Thursday', 'zzz']]);
         $this->assertSame('stop', $r->finishReason());
-        $this->assertStringNotContainsString('Thursday', $r->text());
-        $this->assertStringEndsWith(DefaultModel::WEEKDAYS_BEFORE_THURSDAY, $r->text());
+        $this->assertSame(substr($full, 0, strpos($full, 'Thursday')), $r->text());
     }
 
     /** @group default-model */
@@ -139,15 +142,18 @@ final class GenerationTest extends InferTestCase
 
     public function testStopStringThatNeverOccursChangesNothing(): void
     {
-        $r = self::model()->chat(Prompt::user('Say hello.'), maxTokens: 30, options: ['stop' => ['@@@']]);
-        $this->assertSame(self::model()->chat(Prompt::user('Say hello.'), maxTokens: 30)->text(), $r->text());
+        // The prompt cache off in both: a prompt found whole in the cache has its last token evaluated alone,
+        // which can change llama.cpp's numbers and so the greedy text (see the closing note of issue 14).
+        $off = ['cache_prompt' => false];
+        $r = self::model()->chat(Prompt::user('Say hello.'), maxTokens: 30, options: $off + ['stop' => ['@@@']]);
+        $this->assertSame(self::model()->chat(Prompt::user('Say hello.'), maxTokens: 30, options: $off)->text(), $r->text());
         $this->assertNotSame('stop', $r->finishReason());
     }
 
     /** @group default-model */
     public function testFinishReasonEos(): void
     {
-        $r = self::model()->chat(Prompt::user('What is the capital of France?'), maxTokens: 64);
+        $r = self::model()->chat(Prompt::system('Answer in one short sentence.')->withUser('What is the capital of France?'), maxTokens: 64);
         $this->assertSame('eos', $r->finishReason());
         $this->assertLessThan(64, $r->tokensGenerated());
     }
@@ -163,7 +169,7 @@ final class GenerationTest extends InferTestCase
     public static function invalidOptions(): array
     {
         return [
-            'unknown key' => [['temperatur' => 1], 'option "temperatur" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt, timeout)'],
+            'unknown key' => [['temperatur' => 1], 'option "temperatur" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt, timeout, template_vars)'],
             'load key' => [['n_threads' => 2], 'option "n_threads" is not a known option'],
             'integer key' => [['x'], 'option "0" is an integer key; options are an array keyed by name'],
             'stop string' => [['stop' => 'END'], 'option "stop" must be a list of non-empty strings, got string'],

@@ -65,7 +65,7 @@ final class ResponseTest extends InferTestCase
     /** @group default-model */
     public function testEosTokenIsNotCounted(): void
     {
-        $r = self::model()->chat(Prompt::user('What is the capital of France?'), maxTokens: 64);
+        $r = self::model()->chat(Prompt::system('Answer in one short sentence.')->withUser('What is the capital of France?'), maxTokens: 64);
         $this->assertSame('eos', $r->finishReason());
         $this->assertSame(self::model()->countTokens($r->text()), $r->tokensGenerated());
     }

@@ -87,9 +87,9 @@ final class StreamTest extends InferTestCase
 
     public function testGreedyPiecesJoinToTheTextThatChatReturns(): void
     {
-        $stream = $this->assertStreamIsChat(Prompt::user(self::QUESTION), 48, 0.0, []);
+        $stream = $this->assertStreamIsChat(Prompt::user(self::QUESTION), 32, 0.0, []);
         $this->assertSame('length', $stream->finishReason());
-        $this->assertGreaterThan(10, iterator_count(self::fresh()->stream(Prompt::user(self::QUESTION), maxTokens: 48)), 'one piece per token or so');
+        $this->assertGreaterThan(10, iterator_count(self::fresh()->stream(Prompt::user(self::QUESTION), maxTokens: 32)), 'one piece per token or so');
     }
 
     public function testSampledPiecesJoinToTheTextThatChatReturns(): void
@@ -397,7 +397,7 @@ final class StreamTest extends InferTestCase
                 return $m->stream(Prompt::user('Hi'));
             }, 'model has been closed'],
             'prompt too long' => [fn (Model $m) => $m->stream(Prompt::user(str_repeat('word ', 200)), nCtx: 64), 'which does not fit in nCtx = 64'],
-            'unknown option' => [fn (Model $m) => $m->stream(Prompt::user('Hi'), options: ['parallel' => 2]), 'option "parallel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt, timeout)'],
+            'unknown option' => [fn (Model $m) => $m->stream(Prompt::user('Hi'), options: ['parallel' => 2]), 'option "parallel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt, timeout, template_vars)'],
             'bad maxTokens' => [fn (Model $m) => $m->rawStream('Hi', maxTokens: 0), 'maxTokens must be'],
             'raw not UTF-8' => [fn (Model $m) => $m->rawStream("\xff"), 'prompt is not valid UTF-8'],
             'bad grammar' => [fn (Model $m) => $m->rawStream('Hi', options: ['grammar' => 'root ::= [z-a]']), 'grammar'],

@@ -1,9 +1,12 @@
 //! Chat transcripts: roles, messages, and rendering them with the template
-//! stored in the GGUF.
+//! stored in the GGUF (as Jinja, [`super::template`]), or llama.cpp's
+//! built-in ChatML for a GGUF without one.
 
-use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use serde_json::{Map, Value as Json};
 
 use super::error::{InferenceError, InferenceResult};
+use super::template::{ChatTemplate, RenderInput, TemplateError};
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,15 +47,91 @@ pub fn stored_template(model: &LlamaModel) -> Option<String> {
     model.chat_template(None).ok()?.to_string().ok()
 }
 
-/// Render `messages` with the model's template, ending with the opening of an
-/// assistant turn so that generation continues as the assistant.
-pub fn render(model: &LlamaModel, messages: &[Message]) -> InferenceResult<String> {
-    if messages.is_empty() {
-        return Err(InferenceError::NoMessages);
+/// Which renderer a model's conversations go through.
+#[derive(Debug)]
+pub enum Renderer {
+    /// The GGUF's Jinja template, rendered as Hugging Face renders it.
+    Jinja(ChatTemplate),
+    /// The GGUF's template could not be read as Jinja.
+    Unreadable(TemplateError),
+    /// No template in the GGUF: llama.cpp's built-in ChatML renderer.
+    BuiltIn,
+}
+
+impl Renderer {
+    /// The renderer for `model`'s stored template.
+    pub fn of(model: &LlamaModel) -> Self {
+        match stored_template(model) {
+            Some(source) => match ChatTemplate::new(&source) {
+                Ok(template) => Renderer::Jinja(template),
+                Err(e) => Renderer::Unreadable(e),
+            },
+            None => Renderer::BuiltIn,
+        }
     }
-    let template = model
-        .chat_template(None)
-        .map_err(|_| InferenceError::NoChatTemplate)?;
+
+    /// What renders: `"jinja"` (the GGUF's template) or `"chatml"`
+    /// (llama.cpp's built-in format, for a GGUF without a template).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Renderer::Jinja(_) | Renderer::Unreadable(_) => "jinja",
+            Renderer::BuiltIn => "chatml",
+        }
+    }
+
+    /// Whether the rendered text carries its own BOS token.
+    pub fn writes_bos(&self) -> bool {
+        matches!(self, Renderer::Jinja(t) if t.writes_bos())
+    }
+
+    /// Render `messages`, ending with the opening of an assistant turn so
+    /// that generation continues as the assistant. `bos` and `eos` are the
+    /// model's special tokens as text.
+    pub fn render(
+        &self,
+        model: &LlamaModel,
+        messages: &[Message],
+        specials: (&str, &str),
+        vars: &Map<String, Json>,
+    ) -> InferenceResult<String> {
+        if messages.is_empty() {
+            return Err(InferenceError::NoMessages);
+        }
+        if let Some(index) = messages.iter().position(|m| m.content.contains('\0')) {
+            return Err(InferenceError::NulInMessage {
+                index,
+                role: messages[index].role.as_str(),
+            });
+        }
+        match self {
+            Renderer::Jinja(template) => template
+                .render(&RenderInput {
+                    messages,
+                    add_generation_prompt: true,
+                    bos_token: specials.0,
+                    eos_token: specials.1,
+                    vars,
+                })
+                .map_err(InferenceError::from),
+            Renderer::Unreadable(e) => Err(e.clone().into()),
+            Renderer::BuiltIn => {
+                if let Some(name) = vars.keys().next() {
+                    return Err(InferenceError::TemplateFailed {
+                        detail: format!(
+                            "the model has no chat template of its own (llama.cpp's built-in ChatML is used), so template variable \"{name}\" has nothing to set"
+                        ),
+                    });
+                }
+                built_in(model, messages)
+            }
+        }
+    }
+}
+
+/// `messages` in llama.cpp's built-in ChatML format.
+fn built_in(model: &LlamaModel, messages: &[Message]) -> InferenceResult<String> {
+    let failed = |detail: String| InferenceError::TemplateFailed { detail };
+    let template = LlamaChatTemplate::new("chatml").map_err(|e| failed(e.to_string()))?;
     let mut chat = Vec::with_capacity(messages.len());
     for (index, m) in messages.iter().enumerate() {
         let message = LlamaChatMessage::new(m.role.as_str().to_owned(), m.content.clone())
@@ -64,13 +143,5 @@ pub fn render(model: &LlamaModel, messages: &[Message]) -> InferenceResult<Strin
     }
     model
         .apply_chat_template(&template, &chat, true)
-        .map_err(|e| InferenceError::TemplateFailed {
-            detail: match e {
-                llama_cpp_2::ApplyChatTemplateError::FfiError(_) => {
-                    "llama.cpp does not recognise this template (only its built-in formats are supported)"
-                        .to_owned()
-                }
-                other => other.to_string(),
-            },
-        })
+        .map_err(|e| failed(e.to_string()))
 }

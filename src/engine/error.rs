@@ -56,10 +56,9 @@ pub enum InferenceError {
     NoMessages,
     #[error("message {index} ({role}) contains a NUL byte, which a chat template cannot carry")]
     NulInMessage { index: usize, role: &'static str },
-    #[error(
-        "model has no chat template; format the prompt yourself and complete it as plain text"
-    )]
-    NoChatTemplate,
+    /// The GGUF's Jinja template cannot render the conversation.
+    #[error(transparent)]
+    Template(#[from] super::template::TemplateError),
     #[error("the model's chat template could not be applied: {detail}")]
     TemplateFailed { detail: String },
     #[error(

@@ -17,6 +17,7 @@ pub mod rerank;
 pub mod sampler;
 pub mod session;
 pub mod stream;
+pub mod template;
 pub mod threads;
 
 pub use chat::{Message, Role};

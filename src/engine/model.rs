@@ -4,13 +4,14 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use std::cell::{Cell, RefCell, RefMut};
+use std::cell::{Cell, OnceCell, RefCell, RefMut};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
+use serde_json::{Map, Value as Json};
 
 use super::backend::{backend, clear_diagnostics, take_diagnostics};
 use super::batch;
@@ -64,6 +65,8 @@ pub struct Model {
     /// Loaded for embeddings, with this pooling (`None`: the GGUF's).
     embedding: Option<Option<Pooling>>,
     path: PathBuf,
+    /// The chat template, read on first use.
+    renderer: OnceCell<chat::Renderer>,
 }
 
 impl Model {
@@ -95,6 +98,7 @@ impl Model {
             share_cores: params.share_cores,
             embedding: params.embedding.then_some(params.pooling),
             path: path.to_path_buf(),
+            renderer: OnceCell::new(),
         };
         // Rank pooling reads a classification head, which only a
         // cross-encoder has; without one llama.cpp would return a number
@@ -112,6 +116,13 @@ impl Model {
 
     /// The llama.cpp model.
     pub(super) fn model(&self) -> &LlamaModel {
+        &self.model
+    }
+
+    /// The llama.cpp model, for tests that judge this crate's results with
+    /// llama.cpp's own functions.
+    #[doc(hidden)]
+    pub fn llama_model(&self) -> &LlamaModel {
         &self.model
     }
 
@@ -134,6 +145,46 @@ impl Model {
         chat::stored_template(self.model())
     }
 
+    /// How conversations are rendered: `"jinja"` (the GGUF's template) or
+    /// `"chatml"` (llama.cpp's built-in format, for a GGUF without one).
+    pub fn chat_template_kind(&self) -> &'static str {
+        self.renderer().kind()
+    }
+
+    fn renderer(&self) -> &chat::Renderer {
+        self.renderer
+            .get_or_init(|| chat::Renderer::of(self.model()))
+    }
+
+    /// Render a conversation with the model's chat template and `vars`,
+    /// ending with the opening of the assistant's turn.
+    pub fn render_chat(
+        &self,
+        messages: &[Message],
+        vars: &Map<String, Json>,
+    ) -> InferenceResult<String> {
+        let vocab = self.model().vocab();
+        let bos = self.special_text(vocab.bos());
+        let eos = self.special_text(vocab.eos());
+        self.renderer()
+            .render(self.model(), messages, (&bos, &eos), vars)
+    }
+
+    /// The tokens of a rendered conversation: the BOS the model's
+    /// tokenizer asks for is added unless the template writes it itself.
+    pub fn chat_tokens(&self, rendered: &str) -> Vec<LlamaToken> {
+        self.tokenize(rendered, !self.renderer().writes_bos())
+    }
+
+    /// A special token's text (empty for none).
+    fn special_text(&self, token: LlamaToken) -> String {
+        if token.0 < 0 || token.0 >= self.model().vocab().n_tokens() {
+            return String::new();
+        }
+        String::from_utf8_lossy(&self.model().vocab().token_to_piece(token, true, None))
+            .into_owned()
+    }
+
     /// Tokens of `text` as plain text: no BOS, special tokens parsed.
     pub fn count_tokens(&self, text: &str) -> usize {
         self.tokenize(text, false).len()
@@ -154,8 +205,8 @@ impl Model {
         messages: &[Message],
         params: &GenerateParams,
     ) -> InferenceResult<Generation> {
-        let rendered = chat::render(self.model(), messages)?;
-        let tokens = self.tokenize(&rendered, true);
+        let rendered = self.render_chat(messages, &params.template_vars)?;
+        let tokens = self.chat_tokens(&rendered);
         self.generate(&tokens, params)
     }
 
@@ -183,8 +234,8 @@ impl Model {
             .iter()
             .enumerate()
             .map(|(i, messages)| {
-                chat::render(self.model(), messages)
-                    .map(|rendered| self.tokenize(&rendered, true))
+                self.render_chat(messages, &params.template_vars)
+                    .map(|rendered| self.chat_tokens(&rendered))
                     .map_err(|e| e.in_prompt(i))
             })
             .collect::<InferenceResult<Vec<_>>>()?;
@@ -424,8 +475,8 @@ impl Model {
         messages: &[Message],
         params: GenerateParams,
     ) -> InferenceResult<Stream> {
-        let rendered = chat::render(self.model(), messages)?;
-        let tokens = self.tokenize(&rendered, true);
+        let rendered = self.render_chat(messages, &params.template_vars)?;
+        let tokens = self.chat_tokens(&rendered);
         self.stream(tokens, params, Some(Parts::after_prompt(&rendered)))
     }
 

@@ -136,6 +136,8 @@ pub struct GenerateParams {
     pub cache_prompt: bool,
     /// When to stop early (finish reason `Timeout`).
     pub stop_check: StopCheck,
+    /// Variables passed to the chat template (`enable_thinking`, …).
+    pub template_vars: serde_json::Map<String, serde_json::Value>,
 }
 
 /// When a generation stops before its natural end: the caller's interrupt
@@ -172,6 +174,7 @@ impl Default for GenerateParams {
             constraint: None,
             cache_prompt: true,
             stop_check: StopCheck::default(),
+            template_vars: serde_json::Map::new(),
         }
     }
 }

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use llama_cpp_2::token::LlamaToken;
 
-use super::chat::{self, Message, Role};
+use super::chat::{Message, Role};
 use super::context::{cells_for, BatchToken, Context, Shape};
 use super::embed::{self, BATCH_TOKENS};
 use super::error::{InferenceError, InferenceResult, List, LoadError};
@@ -252,11 +252,11 @@ impl Reranker {
                 ),
             ),
         ];
-        let mut rendered = chat::render(self.model.model(), &messages)?;
+        let mut rendered = self.model.render_chat(&messages, &serde_json::Map::new())?;
         if think {
             rendered.push_str(EMPTY_THOUGHT);
         }
-        Ok(self.model.tokenize(&rendered, true))
+        Ok(self.model.chat_tokens(&rendered))
     }
 
     /// The logits of `targets` after each of `prompts`, which all start

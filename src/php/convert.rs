@@ -206,7 +206,7 @@ pub fn schema_value(value: &Zval) -> Result<serde_json::Value, String> {
     }
     if value.is_array() || value.is_object() {
         let mut path = String::new();
-        return zval_to_json(value, 0, &mut path);
+        return zval_to_json(value, 0, &mut path, "schema");
     }
     Err(format!(
         "schema must be an array or a JSON string, got {}",
@@ -214,13 +214,21 @@ pub fn schema_value(value: &Zval) -> Result<serde_json::Value, String> {
     ))
 }
 
+/// Any PHP value as JSON (see [`zval_to_json`]); `what` names it in errors.
+pub fn json_value(value: &Zval, what: &str) -> Result<serde_json::Value, String> {
+    let mut path = String::new();
+    zval_to_json(value, 0, &mut path, what)
+}
+
 /// A PHP value as JSON: lists become arrays, other arrays and objects become
 /// objects. NAN/INF, resources, invalid UTF-8 and nesting deeper than
-/// [`SCHEMA_MAX_DEPTH`] (recursive arrays included) are errors naming the path.
+/// [`SCHEMA_MAX_DEPTH`] (recursive arrays included) are errors naming the path
+/// inside `what`.
 fn zval_to_json(
     value: &Zval,
     depth: usize,
     path: &mut String,
+    what: &str,
 ) -> Result<serde_json::Value, String> {
     use serde_json::Value;
     let value = value.dereference();
@@ -233,7 +241,7 @@ fn zval_to_json(
     };
     if depth > SCHEMA_MAX_DEPTH {
         return Err(format!(
-            "schema nesting is deeper than {SCHEMA_MAX_DEPTH} levels at {}",
+            "{what} nesting is deeper than {SCHEMA_MAX_DEPTH} levels at {}",
             at(path)
         ));
     }
@@ -247,7 +255,7 @@ fn zval_to_json(
             let f = value.double().unwrap_or(f64::NAN);
             Value::Number(serde_json::Number::from_f64(f).ok_or_else(|| {
                 format!(
-                    "schema holds {} at {}, which JSON cannot represent",
+                    "{what} holds {} at {}, which JSON cannot represent",
                     php_float(f),
                     at(path)
                 )
@@ -258,7 +266,7 @@ fn zval_to_json(
                 .str()
                 .ok_or_else(|| {
                     format!(
-                        "schema holds a string that is not valid UTF-8 at {}",
+                        "{what} holds a string that is not valid UTF-8 at {}",
                         at(path)
                     )
                 })?
@@ -268,7 +276,7 @@ fn zval_to_json(
             let table = value
                 .array()
                 .ok_or_else(|| format!("unreadable array at {}", at(path)))?;
-            table_to_json(table, depth, path)?
+            table_to_json(table, depth, path, what)?
         }
         DataType::Object(_) => {
             let object = value
@@ -277,14 +285,14 @@ fn zval_to_json(
             let class = object.get_class_name().unwrap_or_default();
             if !class.eq_ignore_ascii_case("stdClass") {
                 return Err(format!(
-                    "schema holds an object of class {class} at {}; only arrays and stdClass objects map to JSON",
+                    "{what} holds an object of class {class} at {}; only arrays and stdClass objects map to JSON",
                     at(path)
                 ));
             }
             let table = object
                 .get_properties()
                 .map_err(|_| format!("object without properties at {}", at(path)))?;
-            let mut v = table_to_json(table, depth, path)?;
+            let mut v = table_to_json(table, depth, path, what)?;
             if let Value::Array(items) = &v {
                 if items.is_empty() {
                     v = Value::Object(serde_json::Map::new());
@@ -294,7 +302,7 @@ fn zval_to_json(
         }
         _ => {
             return Err(format!(
-                "schema holds a {} at {}, which JSON cannot represent",
+                "{what} holds a {} at {}, which JSON cannot represent",
                 type_name(value),
                 at(path)
             ))
@@ -306,6 +314,7 @@ fn table_to_json(
     table: &ZendHashTable,
     depth: usize,
     path: &mut String,
+    what: &str,
 ) -> Result<serde_json::Value, String> {
     use serde_json::Value;
     let is_list = table
@@ -324,7 +333,7 @@ fn table_to_json(
         let len = path.len();
         path.push('/');
         path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-        let v = zval_to_json(item, depth + 1, path);
+        let v = zval_to_json(item, depth + 1, path, what);
         path.truncate(len);
         let v = v?;
         if is_list {

@@ -113,9 +113,6 @@ fn engine_message(e: &InferenceError) -> String {
         InferenceError::PairTooLong { tokens, n_ctx } => format!(
             "query and document are {tokens} tokens together, more than the context of {n_ctx} (option n_ctx, at most the model's trained context)"
         ),
-        InferenceError::NoChatTemplate => {
-            "model has no chat template; use raw() with a prompt you format yourself".to_owned()
-        }
         other => other.to_string(),
     }
 }

@@ -18,7 +18,7 @@ use super::convert::{self, OptionsArg};
 use super::embedding::Embedding;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
-use super::options::{generate_params, load_request, many_params};
+use super::options::{generate_params, load_request, many_params, no_template_vars};
 use super::paths::allowed_path;
 use super::persistent;
 use super::prompt::Prompt;
@@ -153,6 +153,7 @@ impl Model {
         let model = self.open()?;
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        no_template_vars(&params)?;
         Ok(model.raw(&prompt, addBos, &params)?.text)
     }
 
@@ -191,6 +192,7 @@ impl Model {
         let model = self.open()?;
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        no_template_vars(&params)?;
         let stream = model.stream_raw(&prompt, addBos, params)?;
         Ok(Stream::new(stream, false))
     }
@@ -243,6 +245,7 @@ impl Model {
             })
         })?;
         let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
+        no_template_vars(&params)?;
         let generations = model.raw_many(&texts, addBos, &params, parallel)?;
         Ok(generations.into_iter().map(|g| g.text).collect())
     }
@@ -303,5 +306,21 @@ impl Model {
     /// The chat template stored in the GGUF, or null.
     pub fn chat_template(&self) -> PhpResult<Option<String>> {
         Ok(self.open()?.chat_template())
+    }
+
+    /// How `chat()` renders prompts: `'jinja'` (the GGUF's template, as
+    /// Hugging Face renders it) or `'chatml'` (llama.cpp's built-in format,
+    /// for a GGUF without a template).
+    pub fn chat_template_kind(&self) -> PhpResult<String> {
+        Ok(self.open()?.chat_template_kind().to_owned())
+    }
+
+    /// The text `chat()` gives the model for `prompt` with these options
+    /// (those of `chat()`; `template_vars` is the one that changes it).
+    #[php(defaults(options = OptionsArg::none()))]
+    pub fn render_prompt(&self, prompt: &Prompt, options: OptionsArg<'_>) -> PhpResult<String> {
+        let model = self.open()?;
+        let params = generate_params(1, 1, 0.0, 0, options)?;
+        Ok(model.render_chat(&prompt.messages, &params.template_vars)?)
     }
 }

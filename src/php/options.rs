@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use ext_php_rs::types::Zval;
+use ext_php_rs::types::{ArrayKey, Zval};
 
 use super::convert::{self, describe, php_float, OptionsArg};
 use super::errors::{CallError, LoadCallError};
@@ -62,6 +62,7 @@ pub const MANY_KEYS: &[&str] = &[
     "repeat_penalty",
     "cache_prompt",
     "timeout",
+    "template_vars",
     "parallel",
 ];
 
@@ -338,6 +339,7 @@ fn apply_generate_options(
             }
             "cache_prompt" => params.cache_prompt = flag(&key, value)?,
             "timeout" => params.stop_check.deadline = deadline(&key, value)?,
+            "template_vars" => params.template_vars = template_vars(&key, value)?,
             _ => return Err(Problem::unknown(&key, known).into()),
         }
     }
@@ -345,6 +347,48 @@ fn apply_generate_options(
 }
 
 /// The `schema_defaults` option: the name of an [`ObjectDefaults`] policy.
+/// `template_vars`: an array of name => value, each value as JSON.
+fn template_vars(
+    key: &str,
+    value: &Zval,
+) -> Result<serde_json::Map<String, serde_json::Value>, Problem> {
+    let what = "an array of name => value (e.g. ['enable_thinking' => false])";
+    let table = value
+        .array()
+        .ok_or_else(|| Problem::wrong(key, what, value))?;
+    let mut vars = serde_json::Map::new();
+    for (name, item) in table.iter() {
+        let name = match name {
+            ArrayKey::String(s) => s,
+            ArrayKey::Str(s) => s.to_owned(),
+            other => {
+                return Err(Problem::new(
+                    key,
+                    format!("must be {what}; key {other} is not a name"),
+                ))
+            }
+        };
+        let json = convert::json_value(item, &format!("{key}[{name:?}]"))
+            .map_err(|e| Problem::new(key, format!("cannot be passed to the template: {e}")))?;
+        vars.insert(name, json);
+    }
+    Ok(vars)
+}
+
+/// `raw()` and its variants complete the text as given: no template to
+/// pass variables to.
+pub fn no_template_vars(params: &GenerateParams) -> Result<(), CallError> {
+    if params.template_vars.is_empty() {
+        Ok(())
+    } else {
+        Err(Problem::new(
+            "template_vars",
+            "applies to the chat template, and raw() completes the text as given: leave it out",
+        )
+        .into())
+    }
+}
+
 fn schema_defaults(key: &str, value: &Zval) -> Result<ObjectDefaults, Problem> {
     let names: Vec<String> = ObjectDefaults::ALL
         .iter()

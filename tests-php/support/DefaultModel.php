@@ -44,9 +44,6 @@ final class DefaultModel
     /** raw('1, 2, 3, 4, 5, 6,', maxTokens: 20), greedy. */
     public const COUNTING = ' 7, 8, 9, 10, 11, 12';
 
-    /** chat('List the days of the week, separated by commas.', stop: Thursday) ends with this. */
-    public const WEEKDAYS_BEFORE_THURSDAY = 'Tuesday, Wednesday, ';
-
     /** The answer to the few-shot JSON prompt "Tom is 3." → "Ann is 7.". */
     public const ANN = ['name' => 'Ann', 'age' => 7];
 

@@ -1,0 +1,89 @@
+//! The GGUF's own chat template rendered as Jinja, against independent
+//! renderings: llama.cpp's built-in ChatML renderer (what `chat()` used
+//! before) and the SmolLM2 format written out by hand from its documented
+//! shape (ChatML turns; a default system turn when the conversation has
+//! none).
+#![cfg(feature = "engine")]
+
+mod common;
+
+use infer::engine::{LoadParams, Message, Model, Role};
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate};
+use serde_json::Map;
+
+fn load() -> Model {
+    Model::load(&common::model_path(), &LoadParams::default()).expect("load the model")
+}
+
+fn chatml_by_hand(messages: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    for (role, content) in messages {
+        out.push_str(&format!("<|im_start|>{role}\n{content}<|im_end|>\n"));
+    }
+    out.push_str("<|im_start|>assistant\n");
+    out
+}
+
+fn messages(turns: &[(&str, &str)]) -> Vec<Message> {
+    turns
+        .iter()
+        .map(|(role, content)| {
+            let role = match *role {
+                "system" => Role::System,
+                "user" => Role::User,
+                _ => Role::Assistant,
+            };
+            Message::new(role, *content)
+        })
+        .collect()
+}
+
+const CONVERSATIONS: &[&[(&str, &str)]] = &[
+    &[("system", "Be brief."), ("user", "Hi")],
+    &[
+        ("system", "You extract data.\nReply in JSON."),
+        ("user", "  spaced  "),
+        ("assistant", "{\"a\": 1}"),
+        ("user", "Again, with ünïcödé and \"quotes\" {{ not jinja }}"),
+    ],
+    &[("system", ""), ("user", "")],
+];
+
+#[test]
+fn smollm2_renders_as_llama_cpps_chatml_when_a_system_turn_opens() {
+    let model = load();
+    assert_eq!(model.chat_template_kind(), "jinja");
+    let chatml = LlamaChatTemplate::new("chatml").expect("built-in name");
+    for turns in CONVERSATIONS {
+        let ours = model
+            .render_chat(&messages(turns), &Map::new())
+            .expect("renders");
+        let llama: Vec<LlamaChatMessage> = turns
+            .iter()
+            .map(|(r, c)| LlamaChatMessage::new((*r).to_owned(), (*c).to_owned()).expect("no NUL"))
+            .collect();
+        let reference = model
+            .llama_model()
+            .apply_chat_template(&chatml, &llama, true)
+            .expect("llama.cpp renders");
+        assert_eq!(ours, reference, "{turns:?}");
+        assert_eq!(ours, chatml_by_hand(turns), "{turns:?}");
+    }
+}
+
+#[test]
+fn smollm2_adds_its_default_system_turn_as_hugging_face_does() {
+    let model = load();
+    let turns = [("user", "What is 2+2?")];
+    let ours = model
+        .render_chat(&messages(&turns), &Map::new())
+        .expect("renders");
+    let expected = chatml_by_hand(&[
+        (
+            "system",
+            "You are a helpful AI assistant named SmolLM, trained by Hugging Face",
+        ),
+        ("user", "What is 2+2?"),
+    ]);
+    assert_eq!(ours, expected);
+}
