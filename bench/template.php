@@ -45,4 +45,4 @@ printf("model: %s, template kind: %s, runs: %d\n", basename($argv[1]), $model->c
 printf("renderPrompt(): %.4f ms (median of %d x %d renders; single renders: median %.4f ms)\n",
     median($perRender), $runs, $batch, median($render));
 printf("extraction call (chat + schema, prompt cache off): %.1f ms\n", median($call));
-printf("render / call: %.3f%% (goal < 1%%)\n", 100 * median($perRender) / median($call));
+printf("render / call: %.5f%% (goal < 1%%)\n", 100 * median($perRender) / median($call));
