@@ -298,17 +298,22 @@ fn ascii_escaped(text: &str) -> String {
 /// `json.dumps`' default separators without indent: `", "` and `": "`.
 struct PythonFormatter;
 
+/// `", "` before every item but the first.
+fn item_separator<W: ?Sized + std::io::Write>(writer: &mut W, first: bool) -> std::io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        writer.write_all(b", ")
+    }
+}
+
 impl serde_json::ser::Formatter for PythonFormatter {
     fn begin_array_value<W: ?Sized + std::io::Write>(
         &mut self,
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        item_separator(writer, first)
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(
@@ -316,11 +321,7 @@ impl serde_json::ser::Formatter for PythonFormatter {
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        item_separator(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(

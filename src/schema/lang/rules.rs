@@ -9,6 +9,7 @@
 //! is then two rules, not 2,048.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 
 use super::alphabet::{Alphabet, Bits};
 use super::dfa::Dfa;
@@ -123,19 +124,47 @@ impl Dfa {
     /// an accepting state reached with at least `min` characters, or a
     /// state that only loops (written as a counted tail).
     fn reaches_length(&self, min: u64, max: u64) -> bool {
+        self.walk_layers(max, |n, layer| {
+            let live = layer
+                .iter()
+                .any(|&q| self.only_loops(q) || (self.states[q].accepting && n >= min));
+            if live {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .is_some()
+    }
+
+    /// Whether state `q`'s transitions all loop back to it (a counted sink
+    /// in the product, not expanded).
+    fn only_loops(&self, q: usize) -> bool {
+        let targets = &self.states[q].next;
+        !targets.is_empty() && targets.iter().all(|(_, t)| *t == q)
+    }
+
+    /// The states reached with exactly `n` characters, for `n` = 0, 1, …,
+    /// `max`, as the product explores them (a state that only loops is not
+    /// expanded), each layer given to `visit` until it breaks; `None` when
+    /// the layers run out or `max` is passed first.
+    fn walk_layers<R>(
+        &self,
+        max: u64,
+        mut visit: impl FnMut(u64, &[usize]) -> ControlFlow<R>,
+    ) -> Option<R> {
         let mut layer = vec![0usize];
         let mut seen = vec![u64::MAX; self.states.len()];
         for n in 0..=max {
+            if let ControlFlow::Break(r) = visit(n, &layer) {
+                return Some(r);
+            }
+            if n == max {
+                break;
+            }
             let mut next = Vec::new();
-            for &q in &layer {
-                let targets = &self.states[q].next;
-                if !targets.is_empty() && targets.iter().all(|(_, t)| *t == q) {
-                    return true;
-                }
-                if self.states[q].accepting && n >= min {
-                    return true;
-                }
-                for (_, t) in targets {
+            for &q in layer.iter().filter(|&&q| !self.only_loops(q)) {
+                for (_, t) in &self.states[q].next {
                     if seen[*t] != n + 1 {
                         seen[*t] = n + 1;
                         next.push(*t);
@@ -143,11 +172,11 @@ impl Dfa {
                 }
             }
             if next.is_empty() {
-                return false;
+                return None;
             }
             layer = next;
         }
-        false
+        None
     }
 
     /// The live states of the product with the length counter (bounds the
@@ -169,34 +198,16 @@ impl Dfa {
     /// at most `limit` states: the product's states counted layer by layer
     /// (the states reached with each count), as `product` explores them.
     fn countable_max(&self, max: u64, limit: usize) -> u64 {
-        let mut layer = vec![0usize];
-        let mut seen = vec![u64::MAX; self.states.len()];
-        let mut total = 1usize;
-        for n in 0..max {
-            let mut next = Vec::new();
-            for &q in &layer {
-                let targets = &self.states[q].next;
-                // A state that only loops is one counted sink, not expanded.
-                if !targets.is_empty() && targets.iter().all(|(_, t)| *t == q) {
-                    continue;
-                }
-                for (_, t) in targets {
-                    if seen[*t] != n + 1 {
-                        seen[*t] = n + 1;
-                        next.push(*t);
-                    }
-                }
-            }
-            if next.is_empty() {
-                return max;
-            }
-            total += next.len();
+        let mut total = 0usize;
+        self.walk_layers(max, |n, layer| {
+            total += layer.len();
             if total > limit {
-                return n;
+                ControlFlow::Break(n.saturating_sub(1))
+            } else {
+                ControlFlow::Continue(())
             }
-            layer = next;
-        }
-        max
+        })
+        .unwrap_or(max)
     }
 
     /// Rules for the strings of the language whose length (in characters)
