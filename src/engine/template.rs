@@ -213,7 +213,9 @@ fn local_time(format: &str) -> Option<String> {
 
 /// `tojson` as `transformers` defines it: Python's `json.dumps` with
 /// `ensure_ascii=False` (non-ASCII kept, nothing HTML-escaped), `", "` and
-/// `": "` between items, optional `indent`, `sort_keys` and `ensure_ascii`.
+/// `": "` between items, optional `indent`, `sort_keys`, `ensure_ascii` and
+/// `separators` (the defaults, or `(',', ':')` without indent; any other
+/// pair is an error rather than ignored).
 fn tojson(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
     let indent: Option<Value> = match indent {
         Some(i) => Some(i),
@@ -221,8 +223,36 @@ fn tojson(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value,
     };
     let sort_keys = kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(false);
     let ensure_ascii = kwargs.get::<Option<bool>>("ensure_ascii")?.unwrap_or(false);
-    let _: Option<Value> = kwargs.get("separators")?;
+    let separators: Option<Value> = kwargs.get("separators")?;
     kwargs.assert_all_used()?;
+    let compact = match separators.filter(|v| !v.is_none() && !v.is_undefined()) {
+        None => false,
+        Some(v) => {
+            let pair: Vec<String> = v
+                .try_iter()
+                .map(|items| {
+                    items
+                        .filter_map(|x| x.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let default = if indent.is_some() {
+                [",", ": "]
+            } else {
+                [", ", ": "]
+            };
+            match pair.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                [",", ":"] if indent.is_none() => true,
+                [a, b] if [*a, *b] == default => false,
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidOperation,
+                        format!("tojson: separators {v} are not supported (only Python's defaults, and (',', ':') without indent)"),
+                    ))
+                }
+            }
+        }
+    };
     let indent = match indent {
         None => None,
         Some(v) if v.is_none() || v.is_undefined() => None,
@@ -249,6 +279,7 @@ fn tojson(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value,
             let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
             json.serialize(&mut ser)
         }
+        None if compact => json.serialize(&mut serde_json::Serializer::new(&mut out)),
         None => {
             let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
             json.serialize(&mut ser)
