@@ -146,10 +146,7 @@ final class ChatTemplateTest extends InferTestCase
 
     public function testAGgufWithoutTemplateUsesLlamaCppsChatMl(): void
     {
-        $bytes = file_get_contents(self::modelPath());
-        $at = strpos($bytes, 'tokenizer.chat_template');
-        $bytes[$at] = 'X';
-        $model = Model::load($this->tempFile($bytes));
+        $model = $this->modelWithoutChatTemplate();
         $this->assertNull($model->chatTemplate());
         $this->assertSame('chatml', $model->chatTemplateKind());
         $this->assertSame(self::chatml([['user', 'hi']]), $model->renderPrompt(Prompt::user('hi')));

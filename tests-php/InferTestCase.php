@@ -96,6 +96,16 @@ abstract class InferTestCase extends TestCase
         }
     }
 
+    /** A copy of the model whose chat template key is renamed, so that llama.cpp finds no template. */
+    protected function modelWithoutChatTemplate(): Model
+    {
+        $bytes = file_get_contents(self::modelPath());
+        $at = strpos($bytes, 'tokenizer.chat_template');
+        $this->assertNotFalse($at);
+        $bytes[$at] = 'X';
+        return Model::load($this->tempFile($bytes));
+    }
+
     protected function tempFile(string $bytes, string $suffix = '.gguf'): string
     {
         $path = tempnam(sys_get_temp_dir(), 'infer-test-') . $suffix;

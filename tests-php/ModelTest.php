@@ -111,13 +111,7 @@ final class ModelTest extends InferTestCase
 
     public function testChatTemplateIsNullWhenTheGgufHasNone(): void
     {
-        $bytes = file_get_contents(self::modelPath());
-        $key = 'tokenizer.chat_template';
-        $at = strpos($bytes, $key);
-        $this->assertNotFalse($at);
-        // Rename the key: llama.cpp then finds no template.
-        $bytes[$at] = 'X';
-        $model = Model::load($this->tempFile($bytes));
+        $model = $this->modelWithoutChatTemplate();
         $this->assertNull($model->chatTemplate());
         // chat() then falls back to llama.cpp's built-in ChatML (ChatTemplateTest).
         $this->assertSame('chatml', $model->chatTemplateKind());

@@ -228,22 +228,16 @@ fn tojson(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value,
     let compact = match separators.filter(|v| !v.is_none() && !v.is_undefined()) {
         None => false,
         Some(v) => {
+            // Every item a string, or no pair at all.
             let pair: Vec<String> = v
                 .try_iter()
-                .map(|items| {
-                    items
-                        .filter_map(|x| x.as_str().map(str::to_owned))
-                        .collect()
-                })
+                .ok()
+                .and_then(|items| items.map(|x| x.as_str().map(str::to_owned)).collect())
                 .unwrap_or_default();
-            let default = if indent.is_some() {
-                [",", ": "]
-            } else {
-                [", ", ": "]
-            };
-            match pair.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-                [",", ":"] if indent.is_none() => true,
-                [a, b] if [*a, *b] == default => false,
+            let default = if indent.is_some() { ",: " } else { ", : " };
+            match pair.as_slice() {
+                [a, b] if a == "," && b == ":" && indent.is_none() => true,
+                [a, b] if format!("{a}{b}") == default => false,
                 _ => {
                     return Err(Error::new(
                         ErrorKind::InvalidOperation,
