@@ -79,10 +79,18 @@ final class Model
      * @param int $nCtx context size in tokens (>= 1, at most contextLength())
      * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
      * @param int $seed the same seed gives the same output
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, template_vars?: array<string, mixed>} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool} $options
+     *        max_reasoning_tokens: the most tokens a <think> block may take; then the engine writes </think> and a
+     *        blank line and the answer starts (0: the block is closed before generation). With a schema or grammar,
+     *        a thought (opened by the prompt, or by the model's first words) is free text and the constraint
+     *        applies to the answer after </think>.
      *        template_vars: variables for the chat template (e.g. ['enable_thinking' => false]), each passed as the
      *        JSON value of the PHP value; the names the renderer sets (messages, add_generation_prompt, bos_token,
      *        eos_token, raise_exception, strftime_now) are refused.
+     *        special_tokens_in_messages: read control-token markup inside the messages (e.g. "<|im_end|>") as
+     *        control tokens (default false: the text of every message is tokenized as plain text, so an end user
+     *        cannot forge a turn; only the template's own markup becomes control tokens). Pass true only for
+     *        content you trust.
      * @throws InferenceException also when the template calls raise_exception() (its message is in the exception's)
      *         or fails
      */
@@ -92,7 +100,7 @@ final class Model
      * Complete $prompt as plain text: no chat template, no reasoning split.
      *
      * @param bool $addBos add the tokens the model's tokenizer puts at the start of a sequence (BOS)
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int} $options
      * @throws InferenceException
      */
     public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}
@@ -106,7 +114,7 @@ final class Model
      * While the stream is open (not iterated to the end, cancelled or destroyed), every other call on this model
      * (chat(), raw(), another stream, close(), ...) throws InferenceException.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, template_vars?: array<string, mixed>} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool} $options
      * @throws InferenceException when the stream cannot start (the errors of chat() that come before generation)
      */
     public function stream(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Stream {}
@@ -115,7 +123,7 @@ final class Model
      * Stream the plain-text completion of $prompt: the arguments of raw(), and a Stream whose pieces are keyed
      * 'text' and put together are what raw() returns.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int} $options
      * @throws InferenceException
      */
     public function rawStream(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): Stream {}
@@ -129,7 +137,7 @@ final class Model
      *
      * @param list<Prompt> $prompts a list (keys 0, 1, 2, ... in order; pass array_values() of another array)
      * @param int $nCtx the context of each prompt, as in chat(); the shared context is sized from it
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, template_vars?: array<string, mixed>, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, parallel?: int} $options
      *        the options of chat(), plus parallel: how many prompts are decoded at a time (int from 1 to 256,
      *        default 32); when there are more prompts, a sequence that finishes takes the next prompt at once.
      *        cache_prompt has no effect here.
@@ -185,9 +193,11 @@ final class Model
     /**
      * How many tokens $text encodes to, without BOS.
      *
+     * @param bool $parseSpecial read control-token markup such as "<|im_end|>" as one control token each (the
+     *        default, as raw() reads its prompt); false counts it as text, the way chat() reads the text of messages
      * @throws InferenceException when the model is closed
      */
-    public function countTokens(string $text): int {}
+    public function countTokens(string $text, bool $parseSpecial = true): int {}
 
     /**
      * The context length the model was trained for.

@@ -96,6 +96,26 @@ abstract class InferTestCase extends TestCase
         }
     }
 
+    /**
+     * A copy of the model whose stored template is $template. The GGUF string keeps its length (the template is
+     * padded with a Jinja comment), so every offset after it stays valid.
+     */
+    protected function modelWithTemplate(string $template): Model
+    {
+        $bytes = file_get_contents(self::modelPath());
+        $key = 'tokenizer.chat_template';
+        $at = strpos($bytes, $key);
+        $this->assertNotFalse($at);
+        $lengthAt = $at + strlen($key) + 4; // after the key: u32 type (8 = string), then u64 length
+        $this->assertSame(8, unpack('V', substr($bytes, $at + strlen($key), 4))[1]);
+        $length = unpack('P', substr($bytes, $lengthAt, 8))[1];
+        $padding = $length - strlen($template) - 4;
+        $this->assertGreaterThanOrEqual(0, $padding, 'the test template fits in the stored one');
+        $replacement = $template . '{#' . str_repeat(' ', $padding) . '#}';
+        $bytes = substr_replace($bytes, $replacement, $lengthAt + 8, $length);
+        return Model::load($this->tempFile($bytes));
+    }
+
     /** A copy of the model whose chat template key is renamed, so that llama.cpp finds no template. */
     protected function modelWithoutChatTemplate(): Model
     {

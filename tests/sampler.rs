@@ -9,6 +9,7 @@ use infer::engine::params::GenerateParams;
 use std::sync::Arc;
 
 use infer::engine::sampler::{GrammarSampler, Sampler};
+use infer::engine::think::Phase;
 use infer::grammar::CheckedGbnf;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::data::LlamaTokenData;
@@ -107,7 +108,7 @@ fn run(model: &Arc<LlamaModel>, gbnf: &str, params: &GenerateParams, seed: u64) 
         // Alternate: allowed tokens usually on top, sometimes mid-ranked, sometimes buried.
         let (boost, favour) = [(12.0, 1.0), (8.5, 0.02), (0.0, 0.0)][step % 3];
         let l = logits(&mut rng, &allowed, boost, favour);
-        let token = sampler.sample(&l).expect("a token");
+        let token = sampler.sample(&l, Phase::Constrained).expect("a token");
         assert!(
             allowed[token.0 as usize],
             "step {step}: token {token:?} is not allowed"

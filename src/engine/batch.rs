@@ -141,7 +141,7 @@ pub fn run(
                         index,
                         prompt,
                         sampler: Sampler::new(model, params, grammar.cloned()),
-                        progress: Progress::new(params),
+                        progress: Progress::new(model, prompt, params),
                         len: 0,
                         pending: None,
                         row: None,
@@ -196,8 +196,11 @@ pub fn run(
                     }
                 }
                 for (index, prompt) in queue.by_ref() {
-                    results[index] =
-                        Some(Progress::new(params).finish(FinishReason::Timeout, prompt.len(), 0));
+                    results[index] = Some(Progress::empty(params).finish(
+                        FinishReason::Timeout,
+                        prompt.len(),
+                        0,
+                    ));
                 }
                 break;
             }
@@ -209,12 +212,16 @@ pub fn run(
             let Some(row) = slot.row.take() else { continue };
             let in_prompt = |e: InferenceError| e.in_prompt(slot.index);
             let token = slot
-                .sampler
-                .sample(ctx.logits(row).map_err(in_prompt)?)
+                .progress
+                .next_token(
+                    model,
+                    &mut slot.sampler,
+                    ctx.logits(row).map_err(in_prompt)?,
+                )
                 .map_err(in_prompt)?;
             match slot.progress.push(model, token) {
-                None => slot.pending = Some(token),
-                Some(finish) => {
+                (token, None) => slot.pending = Some(token),
+                (_, Some(finish)) => {
                     if let Some(slot) = place.take() {
                         results[slot.index] =
                             Some(slot.progress.finish(finish, slot.prompt.len(), 0));

@@ -62,6 +62,33 @@ fn model_ptr(model: &LlamaModel) -> NonNull<sys::llama_model> {
     unsafe { *std::ptr::from_ref(model).cast::<Raw>() }
 }
 
+/// The texts llama.cpp reads as a token only when special tokens are
+/// parsed: those of the control tokens (`<|im_end|>`) and the unknown token.
+pub(super) fn control_texts(model: &LlamaModel) -> Vec<String> {
+    // SAFETY: the model pointer is valid while `model` is borrowed and the
+    // vocabulary lives in the model; every id is below the vocabulary's
+    // size, so `llama_vocab_get_attr` / `_get_text` index inside it, and
+    // the text pointer is read before the borrow ends.
+    unsafe {
+        let vocab = sys::llama_model_get_vocab(model_ptr(model).as_ptr());
+        (0..sys::llama_vocab_n_tokens(vocab))
+            .filter(|&id| {
+                sys::llama_vocab_get_attr(vocab, id)
+                    & (sys::LLAMA_TOKEN_ATTR_CONTROL | sys::LLAMA_TOKEN_ATTR_UNKNOWN)
+                    != 0
+            })
+            .filter_map(|id| {
+                let text = sys::llama_vocab_get_text(vocab, id);
+                (!text.is_null()).then(|| {
+                    std::ffi::CStr::from_ptr(text)
+                        .to_string_lossy()
+                        .into_owned()
+                })
+            })
+            .collect()
+    }
+}
+
 /// A llama.cpp context, its thread pool and its batch buffer. It holds a
 /// strong reference to the model it evaluates, so the model outlives it
 /// whoever else drops their reference first.

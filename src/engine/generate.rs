@@ -9,6 +9,7 @@ use super::output::Output;
 use super::params::GenerateParams;
 use super::sampler::Sampler;
 use super::session::Session;
+use super::think::Thinking;
 use super::threads::Claim;
 
 /// How many tokens pass between two recounts of the processes generating at
@@ -62,15 +63,56 @@ pub struct Progress {
     output: Output,
     generated: u32,
     piece: Vec<u8>,
+    thinking: Thinking,
+    /// Whether the last token was taken without the grammar.
+    free: bool,
 }
 
 impl Progress {
-    pub fn new(params: &GenerateParams) -> Self {
+    /// The progress of a generation from `prompt`.
+    pub fn new(model: &LlamaModel, prompt: &[LlamaToken], params: &GenerateParams) -> Self {
         Self {
             output: Output::new(params.stop.clone()),
             generated: 0,
             piece: Vec::with_capacity(32),
+            thinking: Thinking::new(model, prompt, params),
+            free: true,
         }
+    }
+
+    /// The result of a generation that ended before it began.
+    pub fn empty(params: &GenerateParams) -> Self {
+        Self {
+            output: Output::new(params.stop.clone()),
+            generated: 0,
+            piece: Vec::new(),
+            thinking: Thinking::none(),
+            free: true,
+        }
+    }
+
+    /// The next token: one the engine writes itself (closing a thought), or
+    /// `sampler`'s pick from `logits`, the grammar applying to the answer.
+    pub fn next_token(
+        &mut self,
+        model: &LlamaModel,
+        sampler: &mut Sampler,
+        logits: &[f32],
+    ) -> InferenceResult<LlamaToken> {
+        if let Some(token) = self.thinking.forced() {
+            sampler.accept_free(token);
+            self.free = true;
+            return Ok(token);
+        }
+        let vocab = model.vocab();
+        let opens = |token: LlamaToken| {
+            let mut piece = Vec::with_capacity(16);
+            vocab.token_to_piece_into(token, &mut piece, true, None);
+            Thinking::opens(&piece)
+        };
+        let token = sampler.sample(logits, self.thinking.phase(&opens))?;
+        self.free = sampler.took_free();
+        Ok(token)
     }
 
     /// Why the generation must end before the next token is sampled, given
@@ -91,16 +133,33 @@ impl Progress {
         None
     }
 
-    /// Take the sampled `token`: why the generation ends with it, if it does.
-    pub fn push(&mut self, model: &LlamaModel, token: LlamaToken) -> Option<FinishReason> {
+    /// Take the next `token`: the token that goes into the context (the
+    /// engine may write others in its place, see [`Thinking::admit`]), and
+    /// why the generation ends with it, if it does.
+    pub fn push(
+        &mut self,
+        model: &LlamaModel,
+        mut token: LlamaToken,
+    ) -> (LlamaToken, Option<FinishReason>) {
         let vocab = model.vocab();
-        if vocab.is_eog(token) {
-            return Some(FinishReason::Eos);
+        loop {
+            if vocab.is_eog(token) {
+                return (token, Some(FinishReason::Eos));
+            }
+            self.piece.clear();
+            vocab.token_to_piece_into(token, &mut self.piece, false, None);
+            if self.thinking.admit(model, self.output.text(), &self.piece) {
+                break;
+            }
+            match self.thinking.forced() {
+                Some(instead) => token = instead,
+                None => break,
+            }
         }
         self.generated += 1;
-        self.piece.clear();
-        vocab.token_to_piece_into(token, &mut self.piece, false, None);
-        self.output.push(&self.piece).then_some(FinishReason::Stop)
+        let stop = self.output.push(&self.piece);
+        self.thinking.advance(model, self.free, self.output.text());
+        (token, stop.then_some(FinishReason::Stop))
     }
 
     /// Tokens sampled so far, the end-of-generation token excluded.
@@ -146,6 +205,7 @@ impl Generator {
     /// generation is over already: `Err` holds its (empty) result.
     pub fn start(
         session: &mut Session,
+        model: &LlamaModel,
         sampler: Sampler,
         prompt: &[LlamaToken],
         params: &GenerateParams,
@@ -155,7 +215,7 @@ impl Generator {
             session.set_threads(claim.threads());
         }
         session.set_stop(params.stop_check);
-        let progress = Progress::new(params);
+        let progress = Progress::new(model, prompt, params);
         let reused = match session.evaluate_prompt(prompt, params.cache_prompt) {
             Err(InferenceError::Aborted) => {
                 return Ok(Err(progress.finish(FinishReason::Timeout, prompt.len(), 0)));
@@ -196,8 +256,10 @@ impl Generator {
                 other => other?,
             }
         }
-        let token = self.sampler.sample(session.logits()?)?;
-        let finish = self.progress.push(model, token);
+        let token = self
+            .progress
+            .next_token(model, &mut self.sampler, session.logits()?)?;
+        let (token, finish) = self.progress.push(model, token);
         if finish.is_none() {
             self.pending = Some(token);
         }
@@ -227,7 +289,7 @@ pub fn run(
     params: &GenerateParams,
     claim: Option<&Claim>,
 ) -> InferenceResult<Generation> {
-    let mut generator = match Generator::start(session, sampler, prompt, params, claim)? {
+    let mut generator = match Generator::start(session, model, sampler, prompt, params, claim)? {
         Ok(generator) => generator,
         Err(stopped) => return Ok(stopped),
     };

@@ -11,6 +11,7 @@ pub mod model;
 pub mod output;
 pub mod params;
 pub mod persistent;
+pub mod plain_text;
 pub mod probe;
 pub mod reasoning;
 pub mod rerank;
@@ -18,6 +19,7 @@ pub mod sampler;
 pub mod session;
 pub mod stream;
 pub mod template;
+pub mod think;
 pub mod threads;
 
 pub use chat::{Message, Role};

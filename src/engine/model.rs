@@ -16,11 +16,12 @@ use serde_json::{Map, Value as Json};
 use super::backend::{backend, clear_diagnostics, take_diagnostics};
 use super::batch;
 use super::chat::{self, Message};
-use super::context::{Context, Shape};
+use super::context::{self, Context, Shape};
 use super::embed;
 use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::generate::{self, Generation};
 use super::params::{GenerateParams, LoadParams, Pooling, StopCheck};
+use super::plain_text::{ControlTexts, Masked, Segments};
 use super::reasoning::Parts;
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
@@ -67,6 +68,8 @@ pub struct Model {
     path: PathBuf,
     /// The chat template, read on first use.
     renderer: OnceCell<chat::Renderer>,
+    /// The texts of the control tokens, gathered on first use.
+    control: OnceCell<ControlTexts>,
 }
 
 impl Model {
@@ -99,6 +102,7 @@ impl Model {
             embedding: params.embedding.then_some(params.pooling),
             path: path.to_path_buf(),
             renderer: OnceCell::new(),
+            control: OnceCell::new(),
         };
         // Rank pooling reads a classification head, which only a
         // cross-encoder has; without one llama.cpp would return a number
@@ -170,10 +174,41 @@ impl Model {
             .render(self.model(), messages, (&bos, &eos), vars)
     }
 
-    /// The tokens of a rendered conversation: the BOS the model's
+    /// Render a conversation for tokenizing: the text of the messages is
+    /// plain text, and only the template's own markup may become control
+    /// tokens — unless `special_in_messages` trusts the messages to write
+    /// control tokens too.
+    pub fn chat_prompt(
+        &self,
+        messages: &[Message],
+        vars: &Map<String, Json>,
+        special_in_messages: bool,
+    ) -> InferenceResult<Segments> {
+        if special_in_messages {
+            return Ok(Segments::template(self.render_chat(messages, vars)?));
+        }
+        let control = self
+            .control
+            .get_or_init(|| ControlTexts::new(context::control_texts(self.model())));
+        let masked = Masked::new(messages, control);
+        Ok(masked.unmask(&self.render_chat(&masked.messages, vars)?))
+    }
+
+    /// The tokens of a rendered conversation: its template text with special
+    /// tokens parsed, its plain pieces without. The BOS the model's
     /// tokenizer asks for is added unless the template writes it itself.
-    pub fn chat_tokens(&self, rendered: &str) -> Vec<LlamaToken> {
-        self.tokenize(rendered, !self.renderer().writes_bos())
+    pub fn chat_tokens(&self, prompt: &Segments) -> Vec<LlamaToken> {
+        let vocab = self.model().vocab();
+        let mut add_bos = !self.renderer().writes_bos();
+        let mut tokens = Vec::new();
+        for (text, plain) in prompt.parts() {
+            tokens.extend(vocab.tokenize(text.as_bytes(), add_bos, !plain));
+            add_bos = false;
+        }
+        if add_bos {
+            tokens = vocab.tokenize(b"", true, true);
+        }
+        tokens
     }
 
     /// A special token's text (empty for none).
@@ -185,9 +220,13 @@ impl Model {
             .into_owned()
     }
 
-    /// Tokens of `text` as plain text: no BOS, special tokens parsed.
-    pub fn count_tokens(&self, text: &str) -> usize {
-        self.tokenize(text, false).len()
+    /// How many tokens `text` is, without BOS; `parse_special` reads
+    /// control tokens' markup as those tokens rather than as text.
+    pub fn count_tokens(&self, text: &str, parse_special: bool) -> usize {
+        self.model()
+            .vocab()
+            .tokenize(text.as_bytes(), false, parse_special)
+            .len()
     }
 
     /// Tokenize a prompt. `add_bos` adds the special tokens the model's
@@ -205,9 +244,21 @@ impl Model {
         messages: &[Message],
         params: &GenerateParams,
     ) -> InferenceResult<Generation> {
-        let rendered = self.render_chat(messages, &params.template_vars)?;
-        let tokens = self.chat_tokens(&rendered);
+        let tokens = self.chat_tokens(&self.params_prompt(messages, params)?);
         self.generate(&tokens, params)
+    }
+
+    /// [`Model::chat_prompt`] as `params` ask.
+    fn params_prompt(
+        &self,
+        messages: &[Message],
+        params: &GenerateParams,
+    ) -> InferenceResult<Segments> {
+        self.chat_prompt(
+            messages,
+            &params.template_vars,
+            params.special_tokens_in_messages.unwrap_or(false),
+        )
     }
 
     /// Complete `prompt` as plain text.
@@ -234,8 +285,8 @@ impl Model {
             .iter()
             .enumerate()
             .map(|(i, messages)| {
-                self.render_chat(messages, &params.template_vars)
-                    .map(|rendered| self.chat_tokens(&rendered))
+                self.params_prompt(messages, params)
+                    .map(|prompt| self.chat_tokens(&prompt))
                     .map_err(|e| e.in_prompt(i))
             })
             .collect::<InferenceResult<Vec<_>>>()?;
@@ -475,9 +526,9 @@ impl Model {
         messages: &[Message],
         params: GenerateParams,
     ) -> InferenceResult<Stream> {
-        let rendered = self.render_chat(messages, &params.template_vars)?;
-        let tokens = self.chat_tokens(&rendered);
-        self.stream(tokens, params, Some(Parts::after_prompt(&rendered)))
+        let prompt = self.params_prompt(messages, &params)?;
+        let tokens = self.chat_tokens(&prompt);
+        self.stream(tokens, params, Some(Parts::after_prompt(&prompt.text())))
     }
 
     /// Stream the completion of `prompt` as plain text (see [`Model::raw`]).

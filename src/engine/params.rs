@@ -138,6 +138,13 @@ pub struct GenerateParams {
     pub stop_check: StopCheck,
     /// Variables passed to the chat template (`enable_thinking`, …).
     pub template_vars: serde_json::Map<String, serde_json::Value>,
+    /// Whether the control tokens' markup in chat messages is read as
+    /// control tokens (trusted content) rather than text; `None` when the
+    /// caller did not say (text).
+    pub special_tokens_in_messages: Option<bool>,
+    /// The most tokens a `<think>` block may take before the engine closes
+    /// it (`None`: no bound).
+    pub max_reasoning_tokens: Option<u32>,
 }
 
 /// When a generation stops before its natural end: the caller's interrupt
@@ -175,6 +182,8 @@ impl Default for GenerateParams {
             cache_prompt: true,
             stop_check: StopCheck::default(),
             template_vars: serde_json::Map::new(),
+            special_tokens_in_messages: None,
+            max_reasoning_tokens: None,
         }
     }
 }

@@ -252,11 +252,13 @@ impl Reranker {
                 ),
             ),
         ];
-        let mut rendered = self.model.render_chat(&messages, &serde_json::Map::new())?;
+        let mut prompt = self
+            .model
+            .chat_prompt(&messages, &serde_json::Map::new(), false)?;
         if think {
-            rendered.push_str(EMPTY_THOUGHT);
+            prompt.push_template(EMPTY_THOUGHT);
         }
-        Ok(self.model.chat_tokens(&rendered))
+        Ok(self.model.chat_tokens(&prompt))
     }
 
     /// The logits of `targets` after each of `prompts`, which all start

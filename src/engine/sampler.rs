@@ -22,6 +22,7 @@ use llama_cpp_2::token::LlamaToken;
 use super::backend::{capture_stderr, clear_diagnostics, first_line, take_diagnostics};
 use super::error::{InferenceError, InferenceResult};
 use super::params::{Constraint, GenerateParams, REPEAT_LAST_N};
+use super::think::Phase;
 use crate::grammar::CheckedGbnf;
 
 /// How many parsed grammars a model keeps for reuse.
@@ -177,6 +178,8 @@ pub struct Sampler {
     pub full_masks: u32,
     /// How often greedy decoding went on to the wide shortlist.
     pub wide_shortlists: u32,
+    /// Whether the last pick was taken without the grammar.
+    took_free: bool,
 }
 
 impl Sampler {
@@ -195,7 +198,14 @@ impl Sampler {
             refused: 0,
             full_masks: 0,
             wide_shortlists: 0,
+            took_free: true,
         }
+    }
+
+    /// Whether the last token sampled was taken without the grammar (there
+    /// is none, or it was free text: a thought).
+    pub fn took_free(&self) -> bool {
+        self.took_free
     }
 
     /// Pick the next token given the model's `logits`, and let every sampler
@@ -209,7 +219,11 @@ impl Sampler {
     /// (3) the pick among every token the grammar allows. Greedy decoding
     /// gets the best allowed token in every case; sampling draws from the
     /// filtered candidates the grammar allows, renormalised.
-    pub fn sample(&mut self, logits: &[f32]) -> InferenceResult<LlamaToken> {
+    ///
+    /// `phase` says whether the grammar applies: not inside a thought; and
+    /// before the answer starts, a pick that opens a thought and that the
+    /// grammar refuses is taken without it.
+    pub fn sample(&mut self, logits: &[f32], phase: Phase<'_>) -> InferenceResult<LlamaToken> {
         let mut array = None;
         let mut token = if self.greedy && self.filters.is_none() {
             // Plain greedy: the first highest logit, without building the
@@ -222,7 +236,17 @@ impl Sampler {
             array = Some(all);
             picked
         };
-        if let Some(grammar) = &mut self.grammar {
+        let mut constrained = !matches!(phase, Phase::Free);
+        if let (Phase::MayThink(opens), Some(picked), Some(grammar)) =
+            (phase, token, self.grammar.as_mut())
+        {
+            // A pick that opens a thought and that the grammar refuses starts
+            // the thought, free; one the grammar allows is the grammar's.
+            if !grammar.allows(picked) && opens(picked) {
+                constrained = false;
+            }
+        }
+        if let Some(grammar) = self.grammar.as_mut().filter(|_| constrained) {
             if !token.is_some_and(|t| grammar.allows(t)) {
                 self.refused += 1;
                 let mut all = array.take().unwrap_or_else(|| {
@@ -240,14 +264,23 @@ impl Sampler {
             self.candidates = all.data;
         }
         let token = token.ok_or(InferenceError::GrammarDeadEnd)?;
-        if let Some(grammar) = &mut self.grammar {
-            grammar.accept(token)?;
+        self.took_free = !constrained || self.grammar.is_none();
+        if constrained {
+            if let Some(grammar) = &mut self.grammar {
+                grammar.accept(token)?;
+            }
         }
+        self.accept_free(token);
+        Ok(token)
+    }
+
+    /// Let the filters and the pick see `token`, which the engine wrote
+    /// itself (outside the grammar: the close of a thought).
+    pub fn accept_free(&mut self, token: LlamaToken) {
         if let Some(filters) = &mut self.filters {
             filters.accept(token);
         }
         self.pick.accept(token);
-        Ok(token)
     }
 
     fn shape_and_pick(&mut self, array: &mut LlamaTokenDataArray) {

@@ -216,7 +216,15 @@ impl Stream {
         let claim = lease.claim.as_ref();
         let outcome = match state {
             State::Ready { sampler, prompt } => {
-                match Generator::start(&mut lease.session, sampler, &prompt, &self.params, claim) {
+                let model = self.model.model();
+                match Generator::start(
+                    &mut lease.session,
+                    model,
+                    sampler,
+                    &prompt,
+                    &self.params,
+                    claim,
+                ) {
                     Ok(Ok(generator)) => Ok(State::Running(generator)),
                     Ok(Err(stopped)) => Ok(State::Done(stopped)),
                     Err(e) => Err(e),

@@ -18,7 +18,7 @@ use super::convert::{self, OptionsArg};
 use super::embedding::Embedding;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
-use super::options::{generate_params, load_request, many_params, no_template_vars};
+use super::options::{chat_only_options, generate_params, load_request, many_params};
 use super::paths::allowed_path;
 use super::persistent;
 use super::prompt::Prompt;
@@ -153,7 +153,7 @@ impl Model {
         let model = self.open()?;
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
-        no_template_vars(&params)?;
+        chat_only_options(&params)?;
         Ok(model.raw(&prompt, addBos, &params)?.text)
     }
 
@@ -192,7 +192,7 @@ impl Model {
         let model = self.open()?;
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
-        no_template_vars(&params)?;
+        chat_only_options(&params)?;
         let stream = model.stream_raw(&prompt, addBos, params)?;
         Ok(Stream::new(stream, false))
     }
@@ -245,7 +245,7 @@ impl Model {
             })
         })?;
         let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
-        no_template_vars(&params)?;
+        chat_only_options(&params)?;
         let generations = model.raw_many(&texts, addBos, &params, parallel)?;
         Ok(generations.into_iter().map(|g| g.text).collect())
     }
@@ -292,10 +292,14 @@ impl Model {
         self.persistent && self.inner.is_some()
     }
 
-    /// How many tokens `text` encodes to (no BOS added).
-    pub fn count_tokens(&self, text: Binary<u8>) -> PhpResult<i64> {
+    /// How many tokens `text` encodes to (no BOS added). With
+    /// `parseSpecial` (the default, as `raw()` reads its prompt) control
+    /// tokens' markup such as `<|im_end|>` counts as one token each; without
+    /// it, as text — the way `chat()` reads the text of messages.
+    #[php(defaults(parseSpecial = true))]
+    pub fn count_tokens(&self, text: Binary<u8>, parseSpecial: bool) -> PhpResult<i64> {
         let model = self.open()?;
-        Ok(model.count_tokens(&self::text(text, "text")?) as i64)
+        Ok(model.count_tokens(&self::text(text, "text")?, parseSpecial) as i64)
     }
 
     /// The context length the model was trained for.
@@ -316,11 +320,18 @@ impl Model {
     }
 
     /// The text `chat()` gives the model for `prompt` with these options
-    /// (those of `chat()`; `template_vars` is the one that changes it).
+    /// (those of `chat()`; `template_vars` is the one that changes it, and
+    /// `special_tokens_in_messages` for a message holding control-token
+    /// markup, which templates then see whole).
     #[php(defaults(options = OptionsArg::none()))]
     pub fn render_prompt(&self, prompt: &Prompt, options: OptionsArg<'_>) -> PhpResult<String> {
         let model = self.open()?;
         let params = generate_params(1, 1, 0.0, 0, options)?;
-        Ok(model.render_chat(&prompt.messages, &params.template_vars)?)
+        let rendered = model.chat_prompt(
+            &prompt.messages,
+            &params.template_vars,
+            params.special_tokens_in_messages.unwrap_or(false),
+        )?;
+        Ok(rendered.text())
     }
 }

@@ -62,7 +62,9 @@ pub const MANY_KEYS: &[&str] = &[
     "repeat_penalty",
     "cache_prompt",
     "timeout",
+    "max_reasoning_tokens",
     "template_vars",
+    "special_tokens_in_messages",
     "parallel",
 ];
 
@@ -339,7 +341,14 @@ fn apply_generate_options(
             }
             "cache_prompt" => params.cache_prompt = flag(&key, value)?,
             "timeout" => params.stop_check.deadline = deadline(&key, value)?,
+            "max_reasoning_tokens" => {
+                let n: i64 = int_in(&key, value, 0, "an int >= 0 (0: no thinking)")?;
+                params.max_reasoning_tokens = Some(u32::try_from(n).unwrap_or(u32::MAX));
+            }
             "template_vars" => params.template_vars = template_vars(&key, value)?,
+            "special_tokens_in_messages" => {
+                params.special_tokens_in_messages = Some(flag(&key, value)?);
+            }
             _ => return Err(Problem::unknown(&key, known).into()),
         }
     }
@@ -376,17 +385,24 @@ fn template_vars(
 }
 
 /// `raw()` and its variants complete the text as given: no template to
-/// pass variables to.
-pub fn no_template_vars(params: &GenerateParams) -> Result<(), CallError> {
-    if params.template_vars.is_empty() {
-        Ok(())
-    } else {
-        Err(Problem::new(
+/// pass variables to, no messages (the prompt's special tokens are always
+/// parsed: it is the caller's own template).
+pub fn chat_only_options(params: &GenerateParams) -> Result<(), CallError> {
+    if !params.template_vars.is_empty() {
+        return Err(Problem::new(
             "template_vars",
             "applies to the chat template, and raw() completes the text as given: leave it out",
         )
-        .into())
+        .into());
     }
+    if params.special_tokens_in_messages.is_some() {
+        return Err(Problem::new(
+            "special_tokens_in_messages",
+            "applies to the messages of a chat, and raw() always reads special tokens in its prompt: leave it out",
+        )
+        .into());
+    }
+    Ok(())
 }
 
 fn schema_defaults(key: &str, value: &Zval) -> Result<ObjectDefaults, Problem> {

@@ -1,0 +1,288 @@
+//! Reasoning under a constraint: a `<think>` block is free text, and the
+//! schema or grammar shapes the answer after `</think>`.
+//!
+//! [`Thinking`] follows one generation token by token. It knows whether the
+//! prompt leaves a block open (Qwen3's and DeepSeek-R1's templates do, and
+//! so can a raw prompt), whether the model may open one itself, and when a
+//! block closes — by the model, or by the engine when the thought reaches
+//! `max_reasoning_tokens`, which appends `</think>` and the separator
+//! itself. The sampler asks it whether the grammar applies to the next
+//! token ([`Phase`]); the loops ask it for the tokens the engine writes in
+//! the model's place ([`Thinking::forced`]).
+
+use std::collections::VecDeque;
+
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::token::LlamaToken;
+
+use super::params::GenerateParams;
+
+pub const OPEN: &str = "<think>";
+pub const CLOSE: &str = "</think>";
+
+/// What the engine writes after `</think>` when it closes a block itself:
+/// the blank line reasoning templates put between the thought and the
+/// answer (Qwen3, DeepSeek-R1).
+pub const SEPARATOR: &str = "\n\n";
+
+/// How many prompt tokens, from the end, are read to tell whether the
+/// prompt leaves a block open: templates open it in their last line.
+const PROMPT_TAIL: usize = 512;
+
+/// Whether the grammar applies to the next token.
+#[derive(Clone, Copy)]
+pub enum Phase<'a> {
+    /// Free text (a thought, or a run without a constraint).
+    Free,
+    /// The grammar applies, but a token it refuses and that the function
+    /// says opens a thought (`<think>`, or its first characters) starts
+    /// the thought instead.
+    MayThink(&'a dyn Fn(LlamaToken) -> bool),
+    /// The grammar applies.
+    Constrained,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Before the answer: the model may open a block.
+    MayOpen,
+    /// The engine is writing the rest of `<think>` after the model's first
+    /// characters of it.
+    Opening,
+    /// Inside a block; `from` is where its text starts in the output,
+    /// `spent` counts its tokens, and `closing` says the engine is writing
+    /// its close.
+    Inside {
+        from: usize,
+        spent: u32,
+        closing: bool,
+    },
+    /// The piece just taken closes the block.
+    Closed,
+    /// The answer.
+    Answer,
+}
+
+/// Where one generation stands with respect to reasoning.
+#[derive(Debug)]
+pub struct Thinking {
+    state: State,
+    constrained: bool,
+    budget: Option<u32>,
+    /// Tokens the engine writes before the model's next one.
+    forced: VecDeque<LlamaToken>,
+}
+
+impl Thinking {
+    /// No reasoning to follow.
+    pub fn none() -> Self {
+        Self {
+            state: State::Answer,
+            constrained: false,
+            budget: None,
+            forced: VecDeque::new(),
+        }
+    }
+
+    /// The reasoning state at the start of a generation from `prompt`.
+    pub fn new(model: &LlamaModel, prompt: &[LlamaToken], params: &GenerateParams) -> Self {
+        let constrained = params.constraint.is_some();
+        let budget = params.max_reasoning_tokens;
+        let mut thinking = Self {
+            constrained,
+            budget,
+            ..Self::none()
+        };
+        if !constrained && budget.is_none() {
+            // Nothing to shape and nothing to bound: the text is the text.
+            return thinking;
+        }
+        if prompt_leaves_open(model, prompt) {
+            thinking.enter(model, 0);
+        } else if budget != Some(0) {
+            thinking.state = State::MayOpen;
+        }
+        thinking
+    }
+
+    /// Whether the grammar applies to the next token; `opens` tells a
+    /// token that opens a thought.
+    pub fn phase<'a>(&self, opens: &'a dyn Fn(LlamaToken) -> bool) -> Phase<'a> {
+        match self.state {
+            _ if !self.constrained => Phase::Free,
+            State::MayOpen => Phase::MayThink(opens),
+            State::Answer => Phase::Constrained,
+            _ => Phase::Free,
+        }
+    }
+
+    /// Whether `piece`, the first of the reply, opens a thought: it is
+    /// `<think>`, starts with it, or is its first characters.
+    pub fn opens(piece: &[u8]) -> bool {
+        let piece = String::from_utf8_lossy(piece);
+        let start = piece.trim_start();
+        !start.is_empty() && (start.starts_with(OPEN) || OPEN.starts_with(start))
+    }
+
+    /// The next token the engine writes itself, if any.
+    pub fn forced(&mut self) -> Option<LlamaToken> {
+        self.forced.pop_front()
+    }
+
+    /// Before `piece` (the text of the next token) is appended to `text`:
+    /// whether to take it. A piece that closes the block and goes on with
+    /// more than whitespace is replaced by its text up to the tag and the
+    /// separator, so that the answer starts where the grammar starts.
+    pub fn admit(&mut self, model: &LlamaModel, text: &str, piece: &[u8]) -> bool {
+        let State::Inside { from, spent, .. } = self.state else {
+            return true;
+        };
+        let Some(end) = close_in(&text[from.min(text.len())..], piece) else {
+            return true;
+        };
+        if piece[end..].iter().all(u8::is_ascii_whitespace) {
+            self.state = State::Closed;
+            return true;
+        }
+        let head = String::from_utf8_lossy(&piece[..end]).into_owned();
+        self.write(model, &head);
+        self.write(model, SEPARATOR);
+        self.state = State::Inside {
+            from,
+            spent,
+            closing: true,
+        };
+        false
+    }
+
+    /// After a token was appended and `text` is the output so far; `free`
+    /// says the token was taken without the grammar.
+    pub fn advance(&mut self, model: &LlamaModel, free: bool, text: &str) {
+        match self.state {
+            State::MayOpen | State::Opening => {
+                let start = text.trim_start();
+                if let Some(at) = text.find(OPEN).filter(|_| start.starts_with(OPEN)) {
+                    if self.state == State::Opening || !self.constrained || free {
+                        self.enter(model, at + OPEN.len());
+                        return;
+                    }
+                }
+                if self.state == State::Opening {
+                    return;
+                }
+                let undecided = !start.is_empty() && OPEN.starts_with(start);
+                self.state = match (undecided, self.constrained) {
+                    // Free text: the next tokens tell.
+                    (true, false) => return,
+                    // The grammar refused these first characters of
+                    // `<think>`: the engine writes the rest.
+                    (true, true) if free => {
+                        self.write(model, &OPEN[start.len()..]);
+                        State::Opening
+                    }
+                    _ => State::Answer,
+                };
+            }
+            State::Inside {
+                from,
+                spent,
+                closing: false,
+            } => {
+                let spent = spent + 1;
+                self.state = State::Inside {
+                    from,
+                    spent,
+                    closing: false,
+                };
+                if self.budget.is_some_and(|b| spent >= b) {
+                    self.close(model);
+                }
+            }
+            State::Closed => self.state = State::Answer,
+            State::Inside { closing: true, .. } | State::Answer => {}
+        }
+    }
+
+    /// Inside a block whose text starts at `from`; closed at once when no
+    /// thinking is allowed.
+    fn enter(&mut self, model: &LlamaModel, from: usize) {
+        self.state = State::Inside {
+            from,
+            spent: 0,
+            closing: false,
+        };
+        if self.budget == Some(0) {
+            self.close(model);
+        }
+    }
+
+    /// Queue `</think>` and the separator; the block ends when they are in.
+    fn close(&mut self, model: &LlamaModel) {
+        self.write(model, CLOSE);
+        self.write(model, SEPARATOR);
+        if let State::Inside { from, spent, .. } = self.state {
+            self.state = State::Inside {
+                from,
+                spent,
+                closing: true,
+            };
+        }
+    }
+
+    /// Queue the tokens of `text` (special tokens parsed: `</think>` is one
+    /// token in the vocabularies of reasoning models).
+    fn write(&mut self, model: &LlamaModel, text: &str) {
+        self.forced
+            .extend(model.vocab().tokenize(text.as_bytes(), false, true));
+    }
+}
+
+/// Where `</think>` ends in `piece` when `thought` + `piece` holds it and
+/// `thought` alone does not: the tag may start in the thought's last bytes.
+fn close_in(thought: &str, piece: &[u8]) -> Option<usize> {
+    let tail_len = (CLOSE.len() - 1).min(thought.len());
+    let tail = &thought.as_bytes()[thought.len() - tail_len..];
+    let mut joined = Vec::with_capacity(tail.len() + piece.len());
+    joined.extend_from_slice(tail);
+    joined.extend_from_slice(piece);
+    let at = joined
+        .windows(CLOSE.len())
+        .position(|w| w == CLOSE.as_bytes())?;
+    Some(at + CLOSE.len() - tail.len())
+}
+
+/// Whether the last `<think>` of the prompt's text is not closed after it.
+fn prompt_leaves_open(model: &LlamaModel, prompt: &[LlamaToken]) -> bool {
+    let vocab = model.vocab();
+    let tail = &prompt[prompt.len().saturating_sub(PROMPT_TAIL)..];
+    let mut bytes = Vec::new();
+    for &token in tail {
+        vocab.token_to_piece_into(token, &mut bytes, true, None);
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    text.rfind(OPEN) > text.rfind(CLOSE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_piece_opens_a_thought_when_it_is_or_begins_the_tag() {
+        for piece in ["<think>", "<", "<th", " <think>\n", "<think>Hmm"] {
+            assert!(Thinking::opens(piece.as_bytes()), "{piece:?}");
+        }
+        for piece in ["{", "", " ", "<a", "think", "<thinking"] {
+            assert!(!Thinking::opens(piece.as_bytes()), "{piece:?}");
+        }
+    }
+
+    #[test]
+    fn the_closing_tag_is_found_across_the_thought_and_the_piece() {
+        assert_eq!(close_in("I think </thi", b"nk>\n\n"), Some(3));
+        assert_eq!(close_in("done", b"</think>{"), Some(8));
+        assert_eq!(close_in("", b"</think>"), Some(8));
+        assert_eq!(close_in("a </think", b" no"), None);
+        assert_eq!(close_in("<", b"/think>x"), Some(7));
+    }
+}
