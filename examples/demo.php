@@ -71,6 +71,17 @@ $order = ['type' => 'object', 'properties' => [
 $text = $model->raw('A tea order as JSON: ', maxTokens: 64, options: ['schema' => $order, 'schema_defaults' => 'json-schema']);
 echo "\nAn order under oneOf, if/then and uniqueItems: ", $text, "\n";
 
+// Reasoning, then the answer in shape: the thought (opened by the prompt) is free text, bounded at 16 tokens,
+// and the schema applies after </think>.
+$thinking = "<|im_start|>user\nI had 3 apples and bought 4 more. How many now? Answer in JSON.<|im_end|>\n<|im_start|>assistant\n<think>\n";
+$text = $model->raw($thinking, maxTokens: 96, options: [
+    'schema' => ['type' => 'object', 'properties' => ['apples' => ['type' => 'integer']]],
+    'max_reasoning_tokens' => 16,
+]);
+echo "
+Thought, then JSON: ", json_encode($text), "
+";
+
 // Embeddings (all-MiniLM-L6-v2, `make embedding-model`): similar sentences
 // have similar vectors. examples/semantic-search.php searches and reranks.
 $embedder = Model::load(getenv('INFER_EMBEDDING_MODEL') ?: __DIR__ . '/../models/all-MiniLM-L6-v2.F16.gguf', ['embedding' => true]);
