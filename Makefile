@@ -10,6 +10,14 @@ export INFER_MODEL
 EMBEDDING_MODEL_FILE := models/all-MiniLM-L6-v2.F16.gguf
 INFER_EMBEDDING_MODEL ?= $(CURDIR)/$(EMBEDDING_MODEL_FILE)
 export INFER_EMBEDDING_MODEL
+# Models with other chat-template families, fetched only for the tests that
+# use them (tool calls, template renderings): make qwen-model gemma-model.
+QWEN_MODEL_FILE := models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+INFER_QWEN_MODEL ?= $(CURDIR)/$(QWEN_MODEL_FILE)
+export INFER_QWEN_MODEL
+GEMMA_MODEL_FILE := models/gemma-3-270m-q4_k_m.gguf
+INFER_GEMMA_MODEL ?= $(CURDIR)/$(GEMMA_MODEL_FILE)
+export INFER_GEMMA_MODEL
 EXT := $(CURDIR)/target/release/libinfer.so
 # The tests (Rust and PHP) read both paths from here.
 INFER_EXTENSION := $(EXT)
@@ -18,7 +26,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model embedding-model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning
+.PHONY: demo test deps build model embedding-model qwen-model gemma-model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -37,12 +45,18 @@ model:
 embedding-model: deps
 	@bash scripts/fetch-embedding-model.sh $(EMBEDDING_MODEL_FILE)
 
-test-rust: deps model
+qwen-model:
+	@bash scripts/fetch-chunked-model.sh qwen $(QWEN_MODEL_FILE)
+
+gemma-model:
+	@bash scripts/fetch-chunked-model.sh gemma $(GEMMA_MODEL_FILE)
+
+test-rust: deps model qwen-model
 	# One test at a time: tests that run the model each start llama.cpp threads,
 	# and oversubscribed cores make its spinning barriers crawl.
 	cargo test --release $(CORE) -- --test-threads=1
 
-test-php: build model embedding-model
+test-php: build model embedding-model qwen-model gemma-model
 	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist
 
 lint:

@@ -79,7 +79,7 @@ final class Model
      * @param int $nCtx context size in tokens (>= 1, at most contextLength())
      * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
      * @param int $seed the same seed gives the same output
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
      *        max_reasoning_tokens: the most tokens a <think> block may take; then the engine writes </think> and a
      *        blank line and the answer starts (0: the block is closed before generation). With a schema or grammar,
      *        a thought (opened by the prompt, or by the model's first words) is free text and the constraint
@@ -91,6 +91,14 @@ final class Model
      *        control tokens (default false: the text of every message is tokenized as plain text, so an end user
      *        cannot forge a turn; only the template's own markup becomes control tokens). Pass true only for
      *        content you trust.
+     *        tools: the tools the model may call, a list of ['name' => …, 'description' => …, 'parameters' =>
+     *        JSON Schema] (OpenAI's ['type' => 'function', 'function' => [...]] is accepted; names are 1 to 64
+     *        letters, digits, '_' or '-', distinct; 'parameters' is an object schema, converted by the strict
+     *        converter as 'schema' is, schema_defaults included). The model's template renders them; every call
+     *        is a well-formed call of a declared tool whose arguments satisfy its parameters (see toolCalls()).
+     *        tool_choice: 'auto' (default: free text, or calls once the model opens one), 'none' (text only; the
+     *        format's opener token is never sampled), 'required' (calls only, from the first token), or a tool's
+     *        name (calls of that tool only).
      * @throws InferenceException also when the template calls raise_exception() (its message is in the exception's)
      *         or fails
      */
@@ -114,7 +122,7 @@ final class Model
      * While the stream is open (not iterated to the end, cancelled or destroyed), every other call on this model
      * (chat(), raw(), another stream, close(), ...) throws InferenceException.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
      * @throws InferenceException when the stream cannot start (the errors of chat() that come before generation)
      */
     public function stream(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Stream {}
@@ -137,7 +145,7 @@ final class Model
      *
      * @param list<Prompt> $prompts a list (keys 0, 1, 2, ... in order; pass array_values() of another array)
      * @param int $nCtx the context of each prompt, as in chat(); the shared context is sized from it
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array, parallel?: int} $options
      *        the options of chat(), plus parallel: how many prompts are decoded at a time (int from 1 to 256,
      *        default 32); when there are more prompts, a sequence that finishes takes the next prompt at once.
      *        cache_prompt has no effect here.
@@ -261,6 +269,27 @@ final class Prompt
     public function withAssistant(string $content): Prompt {}
 
     /**
+     * This transcript plus an assistant turn that calls tools, rendered by the model's template in its own call
+     * format (e.g. Qwen's <tool_call> blocks).
+     *
+     * @param list<ToolCall|array{id?: string, name: string, arguments?: array|string}> $calls ToolCall objects
+     *        (from Response::toolCalls()) or arrays; 'arguments' is a PHP array or JSON object text (default {}),
+     *        'id' is made when left out
+     * @throws InferException for an empty list, an element that is neither, or arguments that are not a JSON object
+     */
+    public function withToolCalls(array $calls): Prompt {}
+
+    /**
+     * This transcript plus the result of a tool call (a 'tool' message). Its content is text: control-token markup
+     * in it is never read as control tokens (unless special_tokens_in_messages).
+     *
+     * @param string $callId the id of a call of this transcript (ToolCall::id())
+     * @param string|null $name the tool's name, for templates that show it
+     * @throws InferException when $callId is not the id of a call in this transcript
+     */
+    public function withToolResult(string $callId, string $content, ?string $name = null): Prompt {}
+
+    /**
      * The messages, oldest first.
      *
      * @return list<Message>
@@ -270,7 +299,7 @@ final class Prompt
     /**
      * The role of the last message.
      *
-     * @return 'system'|'user'|'assistant'|null
+     * @return 'system'|'user'|'assistant'|'tool'|null
      */
     public function lastRole(): ?string {}
 
@@ -293,11 +322,52 @@ final class Message
      */
     public function __construct() {}
 
-    /** @return 'system'|'user'|'assistant' */
+    /** @return 'system'|'user'|'assistant'|'tool' */
     public function role(): string {}
 
     /** The text of the message, verbatim. */
     public function content(): string {}
+
+    /**
+     * The calls an assistant turn makes (Prompt::withToolCalls()).
+     *
+     * @return list<ToolCall>
+     */
+    public function toolCalls(): array {}
+
+    /** For a tool's result (Prompt::withToolResult()): the id of the call it answers; otherwise null. */
+    public function toolCallId(): ?string {}
+}
+
+/**
+ * One call of a tool, from Response::toolCalls() (or a transcript's assistant turn).
+ */
+final class ToolCall
+{
+    /**
+     * Tool calls come from Response::toolCalls().
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /** The call's id ('call_' and 24 hexadecimal digits), which Prompt::withToolResult() refers to. */
+    public function id(): string {}
+
+    /** The name of the tool called: always one of the call's tools. */
+    public function name(): string {}
+
+    /**
+     * The arguments, decoded (objects as PHP arrays). For a run that finished 'tool_calls' they satisfy the tool's
+     * 'parameters' schema (the strict converter's guarantee, as for 'schema').
+     *
+     * @return array<string, mixed>
+     * @throws InferenceException when a value cannot be given to PHP
+     */
+    public function arguments(): mixed {}
+
+    /** The arguments as the model wrote them (a JSON object). */
+    public function argumentsJson(): string {}
 }
 
 /**
@@ -349,8 +419,16 @@ final class Response
     /** Everything generated, reasoning included. */
     public function text(): string {}
 
-    /** The text without <think> blocks, leading whitespace trimmed. */
+    /** The text without <think> blocks (nor tool calls), leading whitespace trimmed. */
     public function answer(): string {}
+
+    /**
+     * The tools the reply calls, in order (complete calls only). A run that ends after calling tools finishes
+     * 'tool_calls'.
+     *
+     * @return list<ToolCall>
+     */
+    public function toolCalls(): array {}
 
     /**
      * The contents of the <think> blocks (trimmed, joined by a blank line), or
@@ -369,7 +447,9 @@ final class Response
      *
      * 'cancelled': only for a response of a Stream that was cancelled.
      *
-     * @return 'eos'|'length'|'stop'|'timeout'|'cancelled'
+     * 'tool_calls': the reply called tools (option 'tools') and ended there; see toolCalls().
+     *
+     * @return 'eos'|'length'|'stop'|'timeout'|'cancelled'|'tool_calls'
      */
     public function finishReason(): string {}
 
@@ -465,9 +545,9 @@ final class Stream implements \Iterator
     public function text(): string {}
 
     /**
-     * Why the generation ended (see response()): 'eos', 'length', 'stop', 'timeout' or 'cancelled'.
+     * Why the generation ended (see response()): 'eos', 'length', 'stop', 'timeout', 'cancelled' or 'tool_calls'.
      *
-     * @return 'eos'|'length'|'stop'|'timeout'|'cancelled'
+     * @return 'eos'|'length'|'stop'|'timeout'|'cancelled'|'tool_calls'
      * @throws InferenceException
      */
     public function finishReason(): string {}

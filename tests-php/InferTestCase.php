@@ -97,8 +97,10 @@ abstract class InferTestCase extends TestCase
     }
 
     /**
-     * A copy of the model whose stored template is $template. The GGUF string keeps its length (the template is
-     * padded with a Jinja comment), so every offset after it stays valid.
+     * A copy of the model whose stored template is $template, padded with a Jinja comment. When it fits in the
+     * stored one the GGUF string keeps its length; otherwise it grows by a multiple of the file's 32-byte alignment,
+     * which moves the tensor data by that much and keeps every tensor offset (relative to the aligned data start)
+     * valid.
      */
     protected function modelWithTemplate(string $template): Model
     {
@@ -109,11 +111,40 @@ abstract class InferTestCase extends TestCase
         $lengthAt = $at + strlen($key) + 4; // after the key: u32 type (8 = string), then u64 length
         $this->assertSame(8, unpack('V', substr($bytes, $at + strlen($key), 4))[1]);
         $length = unpack('P', substr($bytes, $lengthAt, 8))[1];
-        $padding = $length - strlen($template) - 4;
-        $this->assertGreaterThanOrEqual(0, $padding, 'the test template fits in the stored one');
-        $replacement = $template . '{#' . str_repeat(' ', $padding) . '#}';
-        $bytes = substr_replace($bytes, $replacement, $lengthAt + 8, $length);
+        $newLength = $length;
+        $needed = strlen($template) + 4;
+        if ($needed > $length) {
+            $newLength = $length + (int) ceil(($needed - $length) / 32) * 32;
+        }
+        $replacement = $template . '{#' . str_repeat(' ', $newLength - $needed) . '#}';
+        $bytes = substr_replace($bytes, pack('P', $newLength) . $replacement, $lengthAt, 8 + $length);
         return Model::load($this->tempFile($bytes));
+    }
+
+    /**
+     * A model of another template family, fetched only for the tests that need it (make qwen-model, make
+     * gemma-model): $env names it, else the file under models/. Fails (never skips) when it is missing.
+     */
+    protected static function familyModel(string $env, string $file, string $target): Model
+    {
+        static $loaded = [];
+        $path = getenv($env) ?: dirname(__DIR__) . '/models/' . $file;
+        if (!is_file($path)) {
+            self::fail("model not found at $path: run `make $target` or set $env");
+        }
+        return $loaded[$path] ??= Model::load($path);
+    }
+
+    /** Qwen2.5-Coder-0.5B-Instruct: a Hermes/Qwen tool-aware Jinja template. */
+    protected static function qwenModel(): Model
+    {
+        return self::familyModel('INFER_QWEN_MODEL', 'qwen2.5-coder-0.5b-instruct-q4_k_m.gguf', 'qwen-model');
+    }
+
+    /** Gemma 3 270M: SentencePiece vocabulary with <start_of_turn> control tokens, no stored template. */
+    protected static function gemmaModel(): Model
+    {
+        return self::familyModel('INFER_GEMMA_MODEL', 'gemma-3-270m-q4_k_m.gguf', 'gemma-model');
     }
 
     /** A copy of the model whose chat template key is renamed, so that llama.cpp finds no template. */

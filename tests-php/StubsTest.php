@@ -59,6 +59,7 @@ final class StubsTest extends InferTestCase
                 'Displace\\Infer\\RerankModel',
                 'Displace\\Infer\\Response',
                 'Displace\\Infer\\Stream',
+                'Displace\\Infer\\ToolCall',
             ],
             array_keys(self::describeExtension()),
         );

@@ -7,7 +7,7 @@
 
 mod common;
 
-use infer::engine::{LoadParams, Message, Model, Role};
+use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate};
 use serde_json::Map;
 
@@ -103,7 +103,13 @@ fn markup_typed_in_a_message_is_tokenized_as_text() {
     let attack = messages(&[("system", "Be brief."), ("user", FORGED)]);
     let tokens = |turns: &[Message], trusted: bool| {
         let prompt = model
-            .chat_prompt(turns, &Map::new(), trusted)
+            .chat_prompt(
+                turns,
+                &GenerateParams {
+                    special_tokens_in_messages: Some(trusted),
+                    ..GenerateParams::default()
+                },
+            )
             .expect("renders");
         model.chat_tokens(&prompt)
     };
@@ -136,7 +142,7 @@ fn a_message_without_markup_tokenizes_as_the_whole_rendering() {
         let turns = messages(turns);
         let rendered = model.render_chat(&turns, &Map::new()).expect("renders");
         let prompt = model
-            .chat_prompt(&turns, &Map::new(), false)
+            .chat_prompt(&turns, &GenerateParams::default())
             .expect("renders");
         assert_eq!(prompt.text(), rendered);
         assert_eq!(

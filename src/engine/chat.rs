@@ -7,6 +7,7 @@ use serde_json::{Map, Value as Json};
 
 use super::error::{InferenceError, InferenceResult};
 use super::template::{ChatTemplate, RenderInput, TemplateError};
+use super::tools::{ToolCall, ToolFormat, ToolFormatError};
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +15,8 @@ pub enum Role {
     System,
     User,
     Assistant,
+    /// The result of a tool call.
+    Tool,
 }
 
 impl Role {
@@ -22,6 +25,7 @@ impl Role {
             Role::System => "system",
             Role::User => "user",
             Role::Assistant => "assistant",
+            Role::Tool => "tool",
         }
     }
 }
@@ -31,6 +35,11 @@ impl Role {
 pub struct Message {
     pub role: Role,
     pub content: String,
+    /// The calls an assistant turn makes.
+    pub tool_calls: Vec<ToolCall>,
+    /// For a tool's result: the call it answers, and the tool's name.
+    pub tool_call_id: Option<String>,
+    pub name: Option<String>,
 }
 
 impl Message {
@@ -38,6 +47,26 @@ impl Message {
         Self {
             role,
             content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            name: None,
+        }
+    }
+
+    /// An assistant turn that calls tools.
+    pub fn calling(calls: Vec<ToolCall>) -> Self {
+        Self {
+            tool_calls: calls,
+            ..Self::new(Role::Assistant, "")
+        }
+    }
+
+    /// The result of the call `call_id` (of the tool `name`).
+    pub fn tool_result(call_id: String, content: String, name: Option<String>) -> Self {
+        Self {
+            tool_call_id: Some(call_id),
+            name,
+            ..Self::new(Role::Tool, content)
         }
     }
 }
@@ -51,7 +80,7 @@ pub fn stored_template(model: &LlamaModel) -> Option<String> {
 #[derive(Debug)]
 pub enum Renderer {
     /// The GGUF's Jinja template, rendered as Hugging Face renders it.
-    Jinja(ChatTemplate),
+    Jinja(Box<ChatTemplate>),
     /// The GGUF's template could not be read as Jinja.
     Unreadable(TemplateError),
     /// No template in the GGUF: llama.cpp's built-in ChatML renderer.
@@ -63,7 +92,7 @@ impl Renderer {
     pub fn of(model: &LlamaModel) -> Self {
         match stored_template(model) {
             Some(source) => match ChatTemplate::new(&source) {
-                Ok(template) => Renderer::Jinja(template),
+                Ok(template) => Renderer::Jinja(Box::new(template)),
                 Err(e) => Renderer::Unreadable(e),
             },
             None => Renderer::BuiltIn,
@@ -79,6 +108,14 @@ impl Renderer {
         }
     }
 
+    /// How the model's template writes tool calls.
+    pub fn tool_format(&self) -> Result<ToolFormat, ToolFormatError> {
+        match self {
+            Renderer::Jinja(template) => ToolFormat::of_template(template.source()),
+            Renderer::Unreadable(_) | Renderer::BuiltIn => Err(ToolFormatError::NoSupport),
+        }
+    }
+
     /// Whether the rendered text carries its own BOS token.
     pub fn writes_bos(&self) -> bool {
         matches!(self, Renderer::Jinja(t) if t.writes_bos())
@@ -86,13 +123,14 @@ impl Renderer {
 
     /// Render `messages`, ending with the opening of an assistant turn so
     /// that generation continues as the assistant. `bos` and `eos` are the
-    /// model's special tokens as text.
+    /// model's special tokens as text; `tools` the template's `tools`.
     pub fn render(
         &self,
         model: &LlamaModel,
         messages: &[Message],
         specials: (&str, &str),
         vars: &Map<String, Json>,
+        tools: Option<&Json>,
     ) -> InferenceResult<String> {
         if messages.is_empty() {
             return Err(InferenceError::NoMessages);
@@ -111,10 +149,14 @@ impl Renderer {
                     bos_token: specials.0,
                     eos_token: specials.1,
                     vars,
+                    tools,
                 })
                 .map_err(InferenceError::from),
             Renderer::Unreadable(e) => Err(e.clone().into()),
             Renderer::BuiltIn => {
+                if tools.is_some() || messages.iter().any(|m| !m.tool_calls.is_empty()) {
+                    return Err(ToolFormatError::NoSupport.into());
+                }
                 if let Some(name) = vars.keys().next() {
                     return Err(InferenceError::TemplateFailed {
                         detail: format!(

@@ -59,6 +59,13 @@ pub enum InferenceError {
     /// The GGUF's Jinja template cannot render the conversation.
     #[error(transparent)]
     Template(#[from] super::template::TemplateError),
+    /// The model's template cannot take the tools.
+    #[error(transparent)]
+    Tools(#[from] super::tools::ToolFormatError),
+    /// The tools' grammar was refused (never for tools whose arguments
+    /// converted).
+    #[error("the grammar of the tool calls could not be built: {detail}")]
+    ToolGrammar { detail: String },
     #[error("the model's chat template could not be applied: {detail}")]
     TemplateFailed { detail: String },
     #[error(

@@ -9,8 +9,9 @@ use super::output::Output;
 use super::params::GenerateParams;
 use super::sampler::Sampler;
 use super::session::Session;
-use super::think::Thinking;
+use super::think::{self, Thinking};
 use super::threads::Claim;
+use super::tools::{ToolCall, ToolPlan};
 
 /// How many tokens pass between two recounts of the processes generating at
 /// the same time (a recount is a few dozen `flock` calls).
@@ -29,6 +30,8 @@ pub enum FinishReason {
     Timeout,
     /// The caller cancelled a stream.
     Cancelled,
+    /// The reply ended after calling tools.
+    ToolCalls,
 }
 
 impl FinishReason {
@@ -39,6 +42,7 @@ impl FinishReason {
             FinishReason::Stop => "stop",
             FinishReason::Timeout => "timeout",
             FinishReason::Cancelled => "cancelled",
+            FinishReason::ToolCalls => "tool_calls",
         }
     }
 }
@@ -53,6 +57,10 @@ pub struct Generation {
     pub prompt_tokens: u32,
     /// Prompt tokens whose cached keys and values were reused, not evaluated.
     pub reused_tokens: u32,
+    /// The tool calls of the reply (complete ones only).
+    pub tool_calls: Vec<ToolCall>,
+    /// The text without its tool calls, when it had any.
+    pub without_calls: Option<String>,
 }
 
 /// One sequence's side of a generation, shared by the single-sequence loop
@@ -61,6 +69,8 @@ pub struct Generation {
 #[derive(Debug)]
 pub struct Progress {
     output: Output,
+    /// How the reply's tool calls are read, and the token never sampled.
+    tools: Option<(ToolPlan, Option<LlamaToken>)>,
     generated: u32,
     piece: Vec<u8>,
     thinking: Thinking,
@@ -71,8 +81,18 @@ pub struct Progress {
 impl Progress {
     /// The progress of a generation from `prompt`.
     pub fn new(model: &LlamaModel, prompt: &[LlamaToken], params: &GenerateParams) -> Self {
+        let tools = params.tool_plan.clone().map(|plan| {
+            let banned = plan.ban.and_then(|text| {
+                match model.vocab().tokenize(text.as_bytes(), false, true)[..] {
+                    [token] => Some(token),
+                    _ => None,
+                }
+            });
+            (plan, banned)
+        });
         Self {
             output: Output::new(params.stop.clone()),
+            tools,
             generated: 0,
             piece: Vec::with_capacity(32),
             thinking: Thinking::new(model, prompt, params),
@@ -84,6 +104,7 @@ impl Progress {
     pub fn empty(params: &GenerateParams) -> Self {
         Self {
             output: Output::new(params.stop.clone()),
+            tools: None,
             generated: 0,
             piece: Vec::new(),
             thinking: Thinking::none(),
@@ -104,13 +125,26 @@ impl Progress {
             self.free = true;
             return Ok(token);
         }
+        if let Some(word) = self.thinking.take_feed() {
+            sampler.feed(model, word)?;
+        }
         let vocab = model.vocab();
         let opens = |token: LlamaToken| {
             let mut piece = Vec::with_capacity(16);
             vocab.token_to_piece_into(token, &mut piece, true, None);
             Thinking::opens(&piece)
         };
-        let token = sampler.sample(logits, self.thinking.phase(&opens))?;
+        let banned = self.tools.as_ref().and_then(|(_, banned)| *banned);
+        let token = match banned {
+            Some(banned) => {
+                let mut masked = logits.to_vec();
+                if let Some(logit) = masked.get_mut(banned.0 as usize) {
+                    *logit = f32::NEG_INFINITY;
+                }
+                sampler.sample(&masked, self.thinking.phase(&opens))?
+            }
+            None => sampler.sample(logits, self.thinking.phase(&opens))?,
+        };
         self.free = sampler.took_free();
         Ok(token)
     }
@@ -174,12 +208,33 @@ impl Progress {
     }
 
     pub fn finish(self, finish: FinishReason, prompt_tokens: usize, reused: usize) -> Generation {
+        let text = self.output.into_text();
+        let (finish, tool_calls, without_calls) = match &self.tools {
+            Some((plan, _)) if plan.read_calls => {
+                // Calls are read in the answer, after the last thought.
+                let answer_at = text
+                    .rfind(think::CLOSE)
+                    .map_or(0, |at| at + think::CLOSE.len());
+                let (rest, calls) = plan.format.parse(&text[answer_at..]);
+                let without = || format!("{}{rest}", &text[..answer_at]);
+                if calls.is_empty() {
+                    (finish, calls, None)
+                } else if finish == FinishReason::Eos {
+                    (FinishReason::ToolCalls, calls, Some(without()))
+                } else {
+                    (finish, calls, Some(without()))
+                }
+            }
+            _ => (finish, Vec::new(), None),
+        };
         Generation {
-            text: self.output.into_text(),
+            text,
             finish,
             tokens_generated: self.generated,
             prompt_tokens: prompt_tokens as u32,
             reused_tokens: reused as u32,
+            tool_calls,
+            without_calls,
         }
     }
 }

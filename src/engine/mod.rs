@@ -21,6 +21,7 @@ pub mod stream;
 pub mod template;
 pub mod think;
 pub mod threads;
+pub mod tools;
 
 pub use chat::{Message, Role};
 pub use error::{InferenceError, LoadError};

@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use std::borrow::Cow;
 use std::cell::{Cell, OnceCell, RefCell, RefMut};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -20,13 +21,14 @@ use super::context::{self, Context, Shape};
 use super::embed;
 use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::generate::{self, Generation};
-use super::params::{GenerateParams, LoadParams, Pooling, StopCheck};
+use super::params::{Constraint, GenerateParams, LoadParams, Pooling, StopCheck};
 use super::plain_text::{ControlTexts, Masked, Segments};
 use super::reasoning::Parts;
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
 use super::stream::Stream;
 use super::threads::Claim;
+use super::tools::{ToolPlan, Tools};
 
 /// ggml's default polling level, kept for a pool of fixed size.
 const FIXED_POLL: u32 = 50;
@@ -167,31 +169,79 @@ impl Model {
         messages: &[Message],
         vars: &Map<String, Json>,
     ) -> InferenceResult<String> {
+        self.render(messages, vars, None)
+    }
+
+    fn render(
+        &self,
+        messages: &[Message],
+        vars: &Map<String, Json>,
+        tools: Option<&Json>,
+    ) -> InferenceResult<String> {
         let vocab = self.model().vocab();
         let bos = self.special_text(vocab.bos());
         let eos = self.special_text(vocab.eos());
         self.renderer()
-            .render(self.model(), messages, (&bos, &eos), vars)
+            .render(self.model(), messages, (&bos, &eos), vars, tools)
     }
 
-    /// Render a conversation for tokenizing: the text of the messages is
-    /// plain text, and only the template's own markup may become control
-    /// tokens — unless `special_in_messages` trusts the messages to write
-    /// control tokens too.
+    /// Render a conversation for tokenizing, with the template variables
+    /// and tools of `params`: the text of the messages is plain text, and
+    /// only the template's own markup may become control tokens — unless
+    /// `special_tokens_in_messages` trusts the messages to write control
+    /// tokens too.
     pub fn chat_prompt(
         &self,
         messages: &[Message],
-        vars: &Map<String, Json>,
-        special_in_messages: bool,
+        params: &GenerateParams,
     ) -> InferenceResult<Segments> {
-        if special_in_messages {
-            return Ok(Segments::template(self.render_chat(messages, vars)?));
+        let tools = params.tools.as_ref().map(Tools::template_value);
+        let vars = &params.template_vars;
+        if params.special_tokens_in_messages.unwrap_or(false) {
+            return Ok(Segments::template(self.render(
+                messages,
+                vars,
+                tools.as_ref(),
+            )?));
         }
         let control = self
             .control
             .get_or_init(|| ControlTexts::new(context::control_texts(self.model())));
         let masked = Masked::new(messages, control);
-        Ok(masked.unmask(&self.render_chat(&masked.messages, vars)?))
+        Ok(masked.unmask(&self.render(&masked.messages, vars, tools.as_ref())?))
+    }
+
+    /// The text [`Model::chat`] gives the model for `messages` with
+    /// `params` (its tools checked against the template as a chat checks
+    /// them).
+    pub fn render_prompt(
+        &self,
+        messages: &[Message],
+        params: &GenerateParams,
+    ) -> InferenceResult<String> {
+        let params = self.plan_tools(params)?;
+        Ok(self.chat_prompt(messages, &params)?.text())
+    }
+
+    /// `params` with the plan for its tools (their grammar, and when it
+    /// starts), from the call format of the model's template.
+    fn plan_tools<'p>(
+        &self,
+        params: &'p GenerateParams,
+    ) -> InferenceResult<Cow<'p, GenerateParams>> {
+        let Some(tools) = &params.tools else {
+            return Ok(Cow::Borrowed(params));
+        };
+        let format = self.renderer().tool_format()?;
+        let grammar = format
+            .grammar(tools)
+            .map_err(|e| InferenceError::ToolGrammar {
+                detail: e.to_string(),
+            })?;
+        let mut planned = params.clone();
+        planned.constraint = grammar.map(Constraint::Grammar);
+        planned.tool_plan = Some(ToolPlan::new(format, tools));
+        Ok(Cow::Owned(planned))
     }
 
     /// The tokens of a rendered conversation: its template text with special
@@ -244,21 +294,9 @@ impl Model {
         messages: &[Message],
         params: &GenerateParams,
     ) -> InferenceResult<Generation> {
-        let tokens = self.chat_tokens(&self.params_prompt(messages, params)?);
-        self.generate(&tokens, params)
-    }
-
-    /// [`Model::chat_prompt`] as `params` ask.
-    fn params_prompt(
-        &self,
-        messages: &[Message],
-        params: &GenerateParams,
-    ) -> InferenceResult<Segments> {
-        self.chat_prompt(
-            messages,
-            &params.template_vars,
-            params.special_tokens_in_messages.unwrap_or(false),
-        )
+        let params = self.plan_tools(params)?;
+        let tokens = self.chat_tokens(&self.chat_prompt(messages, &params)?);
+        self.generate(&tokens, &params)
     }
 
     /// Complete `prompt` as plain text.
@@ -281,16 +319,17 @@ impl Model {
         params: &GenerateParams,
         parallel: u32,
     ) -> InferenceResult<Vec<Generation>> {
+        let params = self.plan_tools(params)?;
         let tokens = prompts
             .iter()
             .enumerate()
             .map(|(i, messages)| {
-                self.params_prompt(messages, params)
+                self.chat_prompt(messages, &params)
                     .map(|prompt| self.chat_tokens(&prompt))
                     .map_err(|e| e.in_prompt(i))
             })
             .collect::<InferenceResult<Vec<_>>>()?;
-        self.generate_many(&tokens, params, parallel)
+        self.generate_many(&tokens, &params, parallel)
     }
 
     /// Complete each of `prompts` as plain text, together (see
@@ -526,7 +565,8 @@ impl Model {
         messages: &[Message],
         params: GenerateParams,
     ) -> InferenceResult<Stream> {
-        let prompt = self.params_prompt(messages, &params)?;
+        let params = self.plan_tools(&params)?.into_owned();
+        let prompt = self.chat_prompt(messages, &params)?;
         let tokens = self.chat_tokens(&prompt);
         self.stream(tokens, params, Some(Parts::after_prompt(&prompt.text())))
     }

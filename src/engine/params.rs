@@ -1,6 +1,7 @@
 //! Typed parameters of loading and generation, and the limits the engine
 //! enforces on them. The binding reads its callers' arguments into these.
 
+use super::tools::{ToolPlan, Tools};
 use std::time::Instant;
 
 use super::error::LoadError;
@@ -145,6 +146,11 @@ pub struct GenerateParams {
     /// The most tokens a `<think>` block may take before the engine closes
     /// it (`None`: no bound).
     pub max_reasoning_tokens: Option<u32>,
+    /// The tools a chat may call.
+    pub tools: Option<Tools>,
+    /// What the model made of `tools` for this generation (set by the
+    /// model; the caller leaves it `None`).
+    pub tool_plan: Option<ToolPlan>,
 }
 
 /// When a generation stops before its natural end: the caller's interrupt
@@ -184,6 +190,8 @@ impl Default for GenerateParams {
             template_vars: serde_json::Map::new(),
             special_tokens_in_messages: None,
             max_reasoning_tokens: None,
+            tools: None,
+            tool_plan: None,
         }
     }
 }

@@ -23,7 +23,7 @@ use super::context::{cells_for, BatchToken, Context, Shape};
 use super::embed::{self, BATCH_TOKENS};
 use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::model::Model;
-use super::params::{LoadParams, Pooling, StopCheck};
+use super::params::{GenerateParams, LoadParams, Pooling, StopCheck};
 use super::session::common_prefix;
 
 /// The instruction of the yes/no judgement when the caller gives none
@@ -254,7 +254,7 @@ impl Reranker {
         ];
         let mut prompt = self
             .model
-            .chat_prompt(&messages, &serde_json::Map::new(), false)?;
+            .chat_prompt(&messages, &GenerateParams::default())?;
         if think {
             prompt.push_template(EMPTY_THOUGHT);
         }

@@ -274,6 +274,17 @@ impl Sampler {
         Ok(token)
     }
 
+    /// Let the grammar read `text` (a trigger the model wrote as free
+    /// text, which starts the grammar's own text).
+    pub fn feed(&mut self, model: &LlamaModel, text: &str) -> InferenceResult<()> {
+        if let Some(grammar) = &mut self.grammar {
+            for token in model.vocab().tokenize(text.as_bytes(), false, true) {
+                grammar.accept(token)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Let the filters and the pick see `token`, which the engine wrote
     /// itself (outside the grammar: the close of a thought).
     pub fn accept_free(&mut self, token: LlamaToken) {

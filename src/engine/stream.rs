@@ -61,7 +61,7 @@ enum State {
         sampler: Sampler,
         prompt: Vec<LlamaToken>,
     },
-    Running(Generator),
+    Running(Box<Generator>),
     Done(Generation),
     /// An evaluation failed; the stream reports the same error from then on.
     Failed(InferenceError),
@@ -171,6 +171,8 @@ impl Stream {
                 tokens_generated: 0,
                 prompt_tokens: prompt.len() as u32,
                 reused_tokens: 0,
+                tool_calls: Vec::new(),
+                without_calls: None,
             }),
             State::Running(generator) => State::Done(generator.finish(FinishReason::Cancelled)),
             ended => ended,
@@ -225,7 +227,7 @@ impl Stream {
                     &self.params,
                     claim,
                 ) {
-                    Ok(Ok(generator)) => Ok(State::Running(generator)),
+                    Ok(Ok(generator)) => Ok(State::Running(Box::new(generator))),
                     Ok(Err(stopped)) => Ok(State::Done(stopped)),
                     Err(e) => Err(e),
                 }

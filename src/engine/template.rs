@@ -29,6 +29,7 @@ pub const RESERVED: &[&str] = &[
     "eos_token",
     "raise_exception",
     "strftime_now",
+    "tools",
 ];
 
 /// Prefix of the detail of an error raised by the template's own
@@ -65,6 +66,8 @@ pub struct RenderInput<'a> {
     pub eos_token: &'a str,
     /// The caller's template variables (`enable_thinking`, …).
     pub vars: &'a Map<String, Json>,
+    /// The tools, as Hugging Face passes them (left undefined when none).
+    pub tools: Option<&'a Json>,
 }
 
 /// A chat template, read once.
@@ -72,6 +75,7 @@ pub struct RenderInput<'a> {
 pub struct ChatTemplate {
     env: Environment<'static>,
     writes_bos: bool,
+    source: String,
 }
 
 impl ChatTemplate {
@@ -93,7 +97,13 @@ impl ChatTemplate {
         Ok(Self {
             env,
             writes_bos: source.contains("bos_token"),
+            source: source.to_owned(),
         })
+    }
+
+    /// The template's text.
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// Whether the template writes the BOS token itself (it uses
@@ -110,17 +120,11 @@ impl ChatTemplate {
             return Err(TemplateError::Reserved(name.clone()));
         }
         let mut context = input.vars.clone();
-        let messages: Vec<Json> = input
-            .messages
-            .iter()
-            .map(|m| {
-                let mut turn = Map::new();
-                turn.insert("role".to_owned(), Json::from(m.role.as_str()));
-                turn.insert("content".to_owned(), Json::from(m.content.as_str()));
-                Json::Object(turn)
-            })
-            .collect();
+        let messages: Vec<Json> = input.messages.iter().map(message_value).collect();
         context.insert("messages".to_owned(), Json::Array(messages));
+        if let Some(tools) = input.tools {
+            context.insert("tools".to_owned(), tools.clone());
+        }
         context.insert(
             "add_generation_prompt".to_owned(),
             Json::Bool(input.add_generation_prompt),
@@ -138,6 +142,40 @@ impl ChatTemplate {
                 None => TemplateError::Failed(describe(&e)),
             })
     }
+}
+
+/// A message as Hugging Face's templates read it: `role`, `content`, and for
+/// an assistant turn that calls tools `tool_calls` (`id`, `type`,
+/// `function` with `name` and `arguments` as an object), for a tool's
+/// result `tool_call_id` and `name`.
+fn message_value(m: &Message) -> Json {
+    let mut turn = Map::new();
+    turn.insert("role".to_owned(), Json::from(m.role.as_str()));
+    turn.insert("content".to_owned(), Json::from(m.content.as_str()));
+    if !m.tool_calls.is_empty() {
+        let calls = m
+            .tool_calls
+            .iter()
+            .map(|c| {
+                let mut function = Map::new();
+                function.insert("name".to_owned(), Json::from(c.name.as_str()));
+                function.insert("arguments".to_owned(), c.arguments.clone());
+                let mut call = Map::new();
+                call.insert("id".to_owned(), Json::from(c.id.as_str()));
+                call.insert("type".to_owned(), Json::from("function"));
+                call.insert("function".to_owned(), Json::Object(function));
+                Json::Object(call)
+            })
+            .collect();
+        turn.insert("tool_calls".to_owned(), Json::Array(calls));
+    }
+    if let Some(id) = &m.tool_call_id {
+        turn.insert("tool_call_id".to_owned(), Json::from(id.as_str()));
+    }
+    if let Some(name) = &m.name {
+        turn.insert("name".to_owned(), Json::from(name.as_str()));
+    }
+    Json::Object(turn)
 }
 
 /// An error with the line it happened on.
@@ -286,6 +324,18 @@ fn tojson(value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value,
         text = ascii_escaped(&text);
     }
     Ok(Value::from_safe_string(text))
+}
+
+/// `value` as Python's `json.dumps(value, ensure_ascii=False)` writes it:
+/// `", "` and `": "`, as `tojson` renders it in a template.
+pub fn python_json(value: &Json) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
+    // Writing a `Value` into memory cannot fail, and it is UTF-8.
+    match value.serialize(&mut ser) {
+        Ok(()) => String::from_utf8(out).unwrap_or_default(),
+        Err(_) => value.to_string(),
+    }
 }
 
 fn sort(value: &mut Json) {

@@ -16,6 +16,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::params::GenerateParams;
+use super::tools::Trigger;
 
 pub const OPEN: &str = "<think>";
 pub const CLOSE: &str = "</think>";
@@ -59,15 +60,28 @@ enum State {
     },
     /// The piece just taken closes the block.
     Closed,
+    /// The answer, which started at `from`, is free text until the
+    /// trigger's word (a tool call's opener).
+    Watching { from: usize },
+    /// The piece just taken holds the trigger's word.
+    Triggered,
+    /// Free text to the end: the anchored trigger did not come.
+    FreeText,
     /// The answer.
     Answer,
 }
 
-/// Where one generation stands with respect to reasoning.
+/// Where one generation stands with respect to reasoning, and to the
+/// trigger that starts a lazy grammar.
 #[derive(Debug)]
 pub struct Thinking {
     state: State,
     constrained: bool,
+    /// The grammar waits for one of these words in the answer (tool calls,
+    /// `auto`).
+    triggers: &'static [Trigger],
+    /// The word that just started the grammar, which it must read first.
+    feed: Option<&'static str>,
     budget: Option<u32>,
     /// Tokens the engine writes before the model's next one.
     forced: VecDeque<LlamaToken>,
@@ -79,6 +93,8 @@ impl Thinking {
         Self {
             state: State::Answer,
             constrained: false,
+            triggers: &[],
+            feed: None,
             budget: None,
             forced: VecDeque::new(),
         }
@@ -88,8 +104,13 @@ impl Thinking {
     pub fn new(model: &LlamaModel, prompt: &[LlamaToken], params: &GenerateParams) -> Self {
         let constrained = params.constraint.is_some();
         let budget = params.max_reasoning_tokens;
+        let triggers = match &params.tool_plan {
+            Some(plan) if constrained => plan.triggers,
+            _ => &[],
+        };
         let mut thinking = Self {
             constrained,
+            triggers,
             budget,
             ..Self::none()
         };
@@ -101,8 +122,21 @@ impl Thinking {
             thinking.enter(model, 0);
         } else if budget != Some(0) {
             thinking.state = State::MayOpen;
+        } else {
+            thinking.answer(0);
         }
         thinking
+    }
+
+    /// Whether the grammar applies from the answer's first token.
+    fn grammar_first(&self) -> bool {
+        self.constrained && self.triggers.is_empty()
+    }
+
+    /// The word the grammar must read before the next token: the trigger
+    /// the model just wrote, part of the grammar's own text.
+    pub fn take_feed(&mut self) -> Option<&'static str> {
+        self.feed.take()
     }
 
     /// Whether the grammar applies to the next token; `opens` tells a
@@ -110,7 +144,7 @@ impl Thinking {
     pub fn phase<'a>(&self, opens: &'a dyn Fn(LlamaToken) -> bool) -> Phase<'a> {
         match self.state {
             _ if !self.constrained => Phase::Free,
-            State::MayOpen => Phase::MayThink(opens),
+            State::MayOpen if self.grammar_first() => Phase::MayThink(opens),
             State::Answer => Phase::Constrained,
             _ => Phase::Free,
         }
@@ -130,29 +164,80 @@ impl Thinking {
     }
 
     /// Before `piece` (the text of the next token) is appended to `text`:
-    /// whether to take it. A piece that closes the block and goes on with
-    /// more than whitespace is replaced by its text up to the tag and the
-    /// separator, so that the answer starts where the grammar starts.
+    /// whether to take it. A piece that closes the block (or holds the
+    /// trigger's word) and goes on with more than whitespace (anything) is
+    /// replaced by its text up to the tag and the separator (up to the
+    /// word), so that the grammar starts where the piece is cut.
     pub fn admit(&mut self, model: &LlamaModel, text: &str, piece: &[u8]) -> bool {
-        let State::Inside { from, spent, .. } = self.state else {
-            return true;
-        };
-        let Some(end) = close_in(&text[from.min(text.len())..], piece) else {
-            return true;
-        };
-        if piece[end..].iter().all(u8::is_ascii_whitespace) {
-            self.state = State::Closed;
-            return true;
+        match self.state {
+            State::Inside { from, spent, .. } => {
+                let Some(end) = word_end(&text[from.min(text.len())..], piece, CLOSE) else {
+                    return true;
+                };
+                if piece[end..].iter().all(u8::is_ascii_whitespace) {
+                    self.state = State::Closed;
+                    return true;
+                }
+                let head = String::from_utf8_lossy(&piece[..end]).into_owned();
+                self.write(model, &head);
+                self.write(model, SEPARATOR);
+                self.state = State::Inside {
+                    from,
+                    spent,
+                    closing: true,
+                };
+                false
+            }
+            State::Watching { .. } | State::MayOpen => {
+                if self.triggers.is_empty() {
+                    return true;
+                }
+                // Before the answer is told from a thought, the text so far
+                // is the answer's start.
+                let from = match self.state {
+                    State::Watching { from } => from,
+                    _ => 0,
+                };
+                let answer = &text[from.min(text.len())..];
+                let mut found: Option<(usize, &'static str)> = None;
+                let mut all_missed = true;
+                for trigger in self.triggers {
+                    let end = if trigger.anchored {
+                        match anchored_end(answer, piece, trigger.word) {
+                            Anchored::Found(end) => Some(end),
+                            Anchored::Undecided => {
+                                all_missed = false;
+                                None
+                            }
+                            Anchored::Missed => None,
+                        }
+                    } else {
+                        all_missed = false;
+                        word_end(answer, piece, trigger.word)
+                    };
+                    if let Some(end) = end {
+                        if found.is_none_or(|(e, _)| end < e) {
+                            found = Some((end, trigger.word));
+                        }
+                    }
+                }
+                let Some((end, word)) = found else {
+                    if all_missed && self.state != State::MayOpen {
+                        self.state = State::FreeText;
+                    }
+                    return true;
+                };
+                if end == piece.len() {
+                    self.state = State::Triggered;
+                    self.feed = Some(word);
+                    return true;
+                }
+                let head = String::from_utf8_lossy(&piece[..end]).into_owned();
+                self.write(model, &head);
+                false
+            }
+            _ => true,
         }
-        let head = String::from_utf8_lossy(&piece[..end]).into_owned();
-        self.write(model, &head);
-        self.write(model, SEPARATOR);
-        self.state = State::Inside {
-            from,
-            spent,
-            closing: true,
-        };
-        false
     }
 
     /// After a token was appended and `text` is the output so far; `free`
@@ -162,7 +247,7 @@ impl Thinking {
             State::MayOpen | State::Opening => {
                 let start = text.trim_start();
                 if let Some(at) = text.find(OPEN).filter(|_| start.starts_with(OPEN)) {
-                    if self.state == State::Opening || !self.constrained || free {
+                    if self.state == State::Opening || !self.grammar_first() || free {
                         self.enter(model, at + OPEN.len());
                         return;
                     }
@@ -171,17 +256,18 @@ impl Thinking {
                     return;
                 }
                 let undecided = !start.is_empty() && OPEN.starts_with(start);
-                self.state = match (undecided, self.constrained) {
+                match (undecided, self.grammar_first()) {
                     // Free text: the next tokens tell.
-                    (true, false) => return,
+                    (true, false) => {}
                     // The grammar refused these first characters of
                     // `<think>`: the engine writes the rest.
                     (true, true) if free => {
                         self.write(model, &OPEN[start.len()..]);
-                        State::Opening
+                        self.state = State::Opening;
                     }
-                    _ => State::Answer,
-                };
+                    // The answer, from the start of the text.
+                    _ => self.answer(0),
+                }
             }
             State::Inside {
                 from,
@@ -198,9 +284,22 @@ impl Thinking {
                     self.close(model);
                 }
             }
-            State::Closed => self.state = State::Answer,
-            State::Inside { closing: true, .. } | State::Answer => {}
+            State::Closed => self.answer(text.len()),
+            State::Triggered => self.state = State::Answer,
+            State::Inside { closing: true, .. }
+            | State::Watching { .. }
+            | State::FreeText
+            | State::Answer => {}
         }
+    }
+
+    /// The answer starts at `from` in the output.
+    fn answer(&mut self, from: usize) {
+        self.state = if self.triggers.is_empty() {
+            State::Answer
+        } else {
+            State::Watching { from }
+        };
     }
 
     /// Inside a block whose text starts at `from`; closed at once when no
@@ -237,18 +336,51 @@ impl Thinking {
     }
 }
 
-/// Where `</think>` ends in `piece` when `thought` + `piece` holds it and
-/// `thought` alone does not: the tag may start in the thought's last bytes.
-fn close_in(thought: &str, piece: &[u8]) -> Option<usize> {
-    let tail_len = (CLOSE.len() - 1).min(thought.len());
-    let tail = &thought.as_bytes()[thought.len() - tail_len..];
+/// Where an anchored word stands in an answer.
+#[derive(Debug, PartialEq, Eq)]
+enum Anchored {
+    /// The answer (leading whitespace aside) starts with the word, which
+    /// ends at this offset of the piece.
+    Found(usize),
+    /// The answer so far is the word's beginning (or whitespace).
+    Undecided,
+    /// The answer starts otherwise.
+    Missed,
+}
+
+/// Whether `answer` + `piece`, leading whitespace aside, starts with `word`.
+fn anchored_end(answer: &str, piece: &[u8], word: &str) -> Anchored {
+    let mut joined = answer.as_bytes().to_vec();
+    joined.extend_from_slice(piece);
+    let start = joined
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(joined.len());
+    let rest = &joined[start..];
+    if rest.starts_with(word.as_bytes()) {
+        let end = start + word.len();
+        // The word ended in what came before: the piece is after it.
+        return Anchored::Found(end.saturating_sub(answer.len()));
+    }
+    if word.as_bytes().starts_with(rest) {
+        Anchored::Undecided
+    } else {
+        Anchored::Missed
+    }
+}
+
+/// Where `word` ends in `piece` when `before` + `piece` holds it and
+/// `before` alone does not: the word may start in the last bytes before.
+fn word_end(before: &str, piece: &[u8], word: &str) -> Option<usize> {
+    let tail_len = (word.len() - 1).min(before.len());
+    let tail = &before.as_bytes()[before.len() - tail_len..];
     let mut joined = Vec::with_capacity(tail.len() + piece.len());
     joined.extend_from_slice(tail);
     joined.extend_from_slice(piece);
     let at = joined
-        .windows(CLOSE.len())
-        .position(|w| w == CLOSE.as_bytes())?;
-    Some(at + CLOSE.len() - tail.len())
+        .windows(word.len())
+        .position(|w| w == word.as_bytes())?;
+    Some(at + word.len() - tail.len())
 }
 
 /// Whether the last `<think>` of the prompt's text is not closed after it.
@@ -279,10 +411,26 @@ mod tests {
 
     #[test]
     fn the_closing_tag_is_found_across_the_thought_and_the_piece() {
-        assert_eq!(close_in("I think </thi", b"nk>\n\n"), Some(3));
-        assert_eq!(close_in("done", b"</think>{"), Some(8));
-        assert_eq!(close_in("", b"</think>"), Some(8));
-        assert_eq!(close_in("a </think", b" no"), None);
-        assert_eq!(close_in("<", b"/think>x"), Some(7));
+        assert_eq!(word_end("I think </thi", b"nk>\n\n", CLOSE), Some(3));
+        assert_eq!(word_end("done", b"</think>{", CLOSE), Some(8));
+        assert_eq!(word_end("", b"</think>", CLOSE), Some(8));
+        assert_eq!(word_end("a </think", b" no", CLOSE), None);
+        assert_eq!(word_end("<", b"/think>x", CLOSE), Some(7));
+    }
+
+    #[test]
+    fn an_anchored_word_must_open_the_answer() {
+        assert_eq!(anchored_end("", b"{", "{"), Anchored::Found(1));
+        assert_eq!(anchored_end(" \n", b"{\"", "{"), Anchored::Found(1));
+        assert_eq!(anchored_end("", b"  ", "{"), Anchored::Undecided);
+        assert_eq!(anchored_end("", b"Sure", "{"), Anchored::Missed);
+        assert_eq!(
+            anchored_end("<tool", b"_call>\n", "<tool_call>"),
+            Anchored::Found(6)
+        );
+        assert_eq!(
+            anchored_end("<to", b"ol", "<tool_call>"),
+            Anchored::Undecided
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! accepts (`gbnf`).
 
 pub mod check;
+pub mod compose;
 pub mod expr;
 pub mod gbnf;
 

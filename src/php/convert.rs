@@ -179,6 +179,16 @@ pub fn string(value: &Zval) -> Option<String> {
     }
 }
 
+/// A string key of a PHP array as text (`None` for an integer key).
+pub fn key_name(key: &ArrayKey<'_>) -> Option<String> {
+    match key {
+        ArrayKey::String(s) => Some(s.clone()),
+        ArrayKey::Str(s) => Some((*s).to_owned()),
+        ArrayKey::ZendString(s) => s.as_str().ok().map(str::to_owned),
+        ArrayKey::Long(_) => None,
+    }
+}
+
 /// A PHP list of strings.
 pub fn string_list(value: &Zval) -> Option<Vec<String>> {
     let table = value.dereference().array()?;

@@ -4,6 +4,7 @@ use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 
 use super::exceptions::no_constructor;
+use super::tool_call::ToolCall;
 use crate::engine;
 
 /// One turn of a chat transcript.
@@ -22,7 +23,7 @@ impl Message {
         Err(no_constructor("Message", "Prompt::messages()"))
     }
 
-    /// `'system'`, `'user'` or `'assistant'`.
+    /// `'system'`, `'user'`, `'assistant'` or `'tool'`.
     pub fn role(&self) -> &'static str {
         self.inner.role.as_str()
     }
@@ -30,5 +31,20 @@ impl Message {
     /// The text of the message, verbatim.
     pub fn content(&self) -> String {
         self.inner.content.clone()
+    }
+
+    /// The calls an assistant turn makes (`Prompt::withToolCalls()`).
+    pub fn tool_calls(&self) -> Vec<ToolCall> {
+        self.inner
+            .tool_calls
+            .iter()
+            .map(|c| ToolCall { inner: c.clone() })
+            .collect()
+    }
+
+    /// For a tool's result (`Prompt::withToolResult()`): the id of the call
+    /// it answers; otherwise null.
+    pub fn tool_call_id(&self) -> Option<String> {
+        self.inner.tool_call_id.clone()
     }
 }

