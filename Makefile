@@ -40,16 +40,16 @@ build: deps
 	cargo build --release
 
 model:
-	@bash scripts/fetch-model.sh $(MODEL_FILE)
+	@bash scripts/fetch-model.sh smollm2 $(MODEL_FILE)
 
 embedding-model: deps
 	@bash scripts/fetch-embedding-model.sh $(EMBEDDING_MODEL_FILE)
 
 qwen-model:
-	@bash scripts/fetch-chunked-model.sh qwen $(QWEN_MODEL_FILE)
+	@bash scripts/fetch-model.sh qwen $(QWEN_MODEL_FILE)
 
 gemma-model:
-	@bash scripts/fetch-chunked-model.sh gemma $(GEMMA_MODEL_FILE)
+	@bash scripts/fetch-model.sh gemma $(GEMMA_MODEL_FILE)
 
 test-rust: deps model qwen-model
 	# One test at a time: tests that run the model each start llama.cpp threads,

@@ -47,6 +47,21 @@ final class ChatTemplateTest extends InferTestCase
         );
     }
 
+    /** Qwen2.5's documented format: ChatML turns, with its default system turn when the conversation has none. */
+    public function testQwenRendersItsTemplateFromTheModelFile(): void
+    {
+        $model = self::qwenModel();
+        $this->assertSame('jinja', $model->chatTemplateKind());
+        $this->assertSame(
+            self::chatml([['system', 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.'], ['user', 'Hi']]),
+            $model->renderPrompt(Prompt::user('Hi')),
+        );
+        $this->assertSame(
+            self::chatml([['system', 'Be brief.'], ['user', 'Hi'], ['assistant', 'Hello.'], ['user', "Two\nlines"]]),
+            $model->renderPrompt(Prompt::system('Be brief.')->withUser('Hi')->withAssistant('Hello.')->withUser("Two\nlines")),
+        );
+    }
+
     /** @group default-model */
     public function testChatGivesTheModelTheRenderedPrompt(): void
     {

@@ -54,7 +54,7 @@ final class TimeoutTest extends InferTestCase
         $fresh = Model::load(self::modelPath())->chat(self::longPrompt(), maxTokens: 16, nCtx: 4096);
         $this->assertSame($fresh->text(), $after->text());
         $this->assertSame($fresh->finishReason(), $after->finishReason());
-        // A prompt evaluated to the end would be reused up to its last token.
+        // A prompt evaluated to the end would be reused whole.
         $this->assertLessThan($after->promptTokens() - 1, $after->cachedTokens(), 'the evaluation stopped part-way');
     }
 

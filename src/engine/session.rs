@@ -20,6 +20,15 @@ pub const MAX_BATCH: u32 = 512;
 pub struct Session {
     ctx: Context,
     cached: Vec<LlamaToken>,
+    /// The logits after the last prompt evaluated, and its length: a prompt
+    /// found whole in the cache gets them back instead of evaluating its
+    /// last token again, alone, which llama.cpp computes with other kernels
+    /// (slightly other numbers, and at times another greedy token) than the
+    /// batch that first evaluated it.
+    prompt_logits: Option<(usize, Vec<f32>)>,
+    /// Whether [`Session::logits`] are `prompt_logits` (no evaluation since
+    /// they were restored).
+    restored: bool,
 }
 
 impl Session {
@@ -39,6 +48,8 @@ impl Session {
                 poll,
             )?,
             cached: Vec::new(),
+            prompt_logits: None,
+            restored: false,
         })
     }
 
@@ -62,25 +73,42 @@ impl Session {
         self.cached.len()
     }
 
-    /// Logits of the last token evaluated.
+    /// Logits of the last token evaluated (or of the prompt found whole in
+    /// the cache).
     pub fn logits(&self) -> InferenceResult<&[f32]> {
-        self.ctx.last_logits()
+        match &self.prompt_logits {
+            Some((_, logits)) if self.restored => Ok(logits),
+            _ => self.ctx.last_logits(),
+        }
     }
 
     /// Make the cache hold exactly `prompt` and leave the logits of its last
     /// token ready for sampling. With `reuse`, the longest prefix already
-    /// cached is kept; at least the last token is always evaluated, since its
-    /// logits are not stored. Returns the number of tokens reused.
+    /// cached is kept; a prompt found whole gets the logits its evaluation
+    /// left, else at least its last token is evaluated. Returns the number of
+    /// tokens reused.
     pub fn evaluate_prompt(
         &mut self,
         prompt: &[LlamaToken],
         reuse: bool,
     ) -> InferenceResult<usize> {
-        let mut keep = if reuse {
-            common_prefix(&self.cached, prompt).min(prompt.len().saturating_sub(1))
+        self.restored = false;
+        let shared = if reuse {
+            common_prefix(&self.cached, prompt)
         } else {
             0
         };
+        let whole = shared == prompt.len()
+            && self
+                .prompt_logits
+                .as_ref()
+                .is_some_and(|(len, _)| *len == prompt.len());
+        if whole && (self.cached.len() == prompt.len() || self.ctx.forget_from(prompt.len())) {
+            self.cached.truncate(prompt.len());
+            self.restored = true;
+            return Ok(prompt.len());
+        }
+        let mut keep = shared.min(prompt.len().saturating_sub(1));
         if keep < self.cached.len() {
             if self.ctx.forget_from(keep) {
                 self.cached.truncate(keep);
@@ -94,9 +122,12 @@ impl Session {
         let rest = &prompt[keep..];
         let n_batch = self.ctx.batch_capacity();
         let chunks = rest.len().div_ceil(n_batch);
+        self.prompt_logits = None;
         for (i, chunk) in rest.chunks(n_batch).enumerate() {
             self.decode(chunk, i + 1 == chunks)?;
         }
+        let logits = self.ctx.last_logits()?.to_vec();
+        self.prompt_logits = Some((prompt.len(), logits));
         Ok(keep)
     }
 
@@ -110,6 +141,7 @@ impl Session {
     /// any other failure the cache no longer matches `cached`, so the caller
     /// must drop the session.
     fn decode(&mut self, tokens: &[LlamaToken], logits_for_last: bool) -> InferenceResult<()> {
+        self.restored = false;
         match self.ctx.decode(tokens, self.cached.len(), logits_for_last) {
             Ok(()) => {
                 self.cached.extend_from_slice(tokens);

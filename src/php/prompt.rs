@@ -69,31 +69,19 @@ fn call_of(index: usize, item: &Zval) -> PhpResult<tools::ToolCall> {
                 "has an integer key {key} (known: id, name, arguments)"
             )));
         };
+        let text = |what: &str| {
+            convert::string(value)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "\"{what}\" must be a non-empty string, got {}",
+                        convert::describe(value)
+                    ))
+                })
+        };
         match key.as_str() {
-            "id" => {
-                id = Some(
-                    convert::string(value)
-                        .filter(|s| !s.is_empty())
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "\"id\" must be a non-empty string, got {}",
-                                convert::describe(value)
-                            ))
-                        })?,
-                )
-            }
-            "name" => {
-                name = Some(
-                    convert::string(value)
-                        .filter(|s| !s.is_empty())
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "\"name\" must be a non-empty string, got {}",
-                                convert::describe(value)
-                            ))
-                        })?,
-                )
-            }
+            "id" => id = Some(text("id")?),
+            "name" => name = Some(text("name")?),
             "arguments" => arguments = Some(value),
             other => {
                 return Err(bad(format!(
