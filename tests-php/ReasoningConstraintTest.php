@@ -167,6 +167,17 @@ final class ReasoningConstraintTest extends InferTestCase
     }
 
     /** @group default-model */
+    public function testAFirstLessThanSignOpensNoThoughtWhenThePromptNeverSpeaksOfOne(): void
+    {
+        // The model's first pick here is "<" (the next list item), which the grammar refuses: it is refused, and no
+        // thought starts, since nothing in the prompt uses <think>.
+        $prompt = "HTML list:\n<ul>\n<li>one</li>\n<li>two</li>\n";
+        $this->assertSame('<', self::model()->raw($prompt, maxTokens: 1));
+        $text = self::model()->raw($prompt, maxTokens: 8, options: ['grammar' => 'root ::= [a-z]+']);
+        $this->assertMatchesRegularExpression('/^[a-z]+$/', $text);
+    }
+
+    /** @group default-model */
     public function testAGrammarThatWritesTheThoughtItselfKeepsIt(): void
     {
         // The grammar allows <think>: the block is the grammar's, not free text.

@@ -129,10 +129,11 @@ impl Progress {
             sampler.feed(model, word)?;
         }
         let vocab = model.vocab();
+        let thinking = &self.thinking;
         let opens = |token: LlamaToken| {
             let mut piece = Vec::with_capacity(16);
             vocab.token_to_piece_into(token, &mut piece, true, None);
-            Thinking::opens(&piece)
+            thinking.opens(&piece)
         };
         let banned = self.tools.as_ref().and_then(|(_, banned)| *banned);
         let token = match banned {

@@ -82,6 +82,8 @@ pub struct Thinking {
     triggers: &'static [Trigger],
     /// The word that just started the grammar, which it must read first.
     feed: Option<&'static str>,
+    /// Whether the first characters of `<think>` open a thought.
+    partial_opener: bool,
     budget: Option<u32>,
     /// Tokens the engine writes before the model's next one.
     forced: VecDeque<LlamaToken>,
@@ -95,6 +97,7 @@ impl Thinking {
             constrained: false,
             triggers: &[],
             feed: None,
+            partial_opener: false,
             budget: None,
             forced: VecDeque::new(),
         }
@@ -118,7 +121,9 @@ impl Thinking {
             // Nothing to shape and nothing to bound: the text is the text.
             return thinking;
         }
-        if prompt_leaves_open(model, prompt) {
+        let (leaves_open, speaks_of_it) = read_prompt(model, prompt);
+        thinking.partial_opener = speaks_of_it;
+        if leaves_open {
             thinking.enter(model, 0);
         } else if budget != Some(0) {
             thinking.state = State::MayOpen;
@@ -151,11 +156,15 @@ impl Thinking {
     }
 
     /// Whether `piece`, the first of the reply, opens a thought: it is
-    /// `<think>`, starts with it, or is its first characters.
-    pub fn opens(piece: &[u8]) -> bool {
+    /// `<think>` or starts with it; or it is the tag's first characters
+    /// and the prompt speaks of `<think>` (a vocabulary without the tag as
+    /// one token writes it in pieces: `<`, `think`, `>`). Elsewhere a `<`
+    /// the grammar refuses is only refused.
+    pub fn opens(&self, piece: &[u8]) -> bool {
         let piece = String::from_utf8_lossy(piece);
         let start = piece.trim_start();
-        !start.is_empty() && (start.starts_with(OPEN) || OPEN.starts_with(start))
+        !start.is_empty()
+            && (start.starts_with(OPEN) || (self.partial_opener && OPEN.starts_with(start)))
     }
 
     /// The next token the engine writes itself, if any.
@@ -384,7 +393,10 @@ fn word_end(before: &str, piece: &[u8], word: &str) -> Option<usize> {
 }
 
 /// Whether the last `<think>` of the prompt's text is not closed after it.
-fn prompt_leaves_open(model: &LlamaModel, prompt: &[LlamaToken]) -> bool {
+/// And whether it speaks of `<think>` at all (a template or few-shot turns
+/// that use it), which makes the tag's first characters, as the reply's
+/// first words, the start of one.
+fn read_prompt(model: &LlamaModel, prompt: &[LlamaToken]) -> (bool, bool) {
     let vocab = model.vocab();
     let tail = &prompt[prompt.len().saturating_sub(PROMPT_TAIL)..];
     let mut bytes = Vec::new();
@@ -392,7 +404,8 @@ fn prompt_leaves_open(model: &LlamaModel, prompt: &[LlamaToken]) -> bool {
         vocab.token_to_piece_into(token, &mut bytes, true, None);
     }
     let text = String::from_utf8_lossy(&bytes);
-    text.rfind(OPEN) > text.rfind(CLOSE)
+    let last_open = text.rfind(OPEN);
+    (last_open > text.rfind(CLOSE), last_open.is_some())
 }
 
 #[cfg(test)]
@@ -401,11 +414,18 @@ mod tests {
 
     #[test]
     fn a_first_piece_opens_a_thought_when_it_is_or_begins_the_tag() {
-        for piece in ["<think>", "<", "<th", " <think>\n", "<think>Hmm"] {
-            assert!(Thinking::opens(piece.as_bytes()), "{piece:?}");
-        }
-        for piece in ["{", "", " ", "<a", "think", "<thinking"] {
-            assert!(!Thinking::opens(piece.as_bytes()), "{piece:?}");
+        let mut thinking = Thinking::none();
+        for partial in [false, true] {
+            thinking.partial_opener = partial;
+            for piece in ["<think>", " <think>\n", "<think>Hmm"] {
+                assert!(thinking.opens(piece.as_bytes()), "{piece:?}");
+            }
+            for piece in ["<", "<th"] {
+                assert_eq!(thinking.opens(piece.as_bytes()), partial, "{piece:?}");
+            }
+            for piece in ["{", "", " ", "<a", "think", "<thinking"] {
+                assert!(!thinking.opens(piece.as_bytes()), "{piece:?}");
+            }
         }
     }
 
