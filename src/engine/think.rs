@@ -358,18 +358,30 @@ enum Anchored {
 }
 
 /// Whether `answer` + `piece`, leading whitespace aside, starts with `word`.
+/// Only the answer's first bytes are read, so a long free answer costs
+/// nothing per token.
 fn anchored_end(answer: &str, piece: &[u8], word: &str) -> Anchored {
-    let mut joined = answer.as_bytes().to_vec();
+    let said = answer
+        .trim_start_matches(|c: char| c.is_ascii_whitespace())
+        .as_bytes();
+    if said.len() >= word.len() || !word.as_bytes().starts_with(said) {
+        // Either the word was found before this piece, or never will be.
+        return Anchored::Missed;
+    }
+    let mut joined = said.to_vec();
     joined.extend_from_slice(piece);
-    let start = joined
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(joined.len());
+    let start = if said.is_empty() {
+        joined
+            .iter()
+            .position(|b| !b.is_ascii_whitespace())
+            .unwrap_or(joined.len())
+    } else {
+        0
+    };
     let rest = &joined[start..];
     if rest.starts_with(word.as_bytes()) {
-        let end = start + word.len();
-        // The word ended in what came before: the piece is after it.
-        return Anchored::Found(end.saturating_sub(answer.len()));
+        // Where the word ends, in the piece's own offsets.
+        return Anchored::Found(start + word.len() - said.len());
     }
     if word.as_bytes().starts_with(rest) {
         Anchored::Undecided
