@@ -74,6 +74,24 @@ final class ReasoningConstraintTest extends InferTestCase
     }
 
     /** @group default-model */
+    public function testAModelThatEndsItsTurnWhileThinkingStillAnswersInTheSchema(): void
+    {
+        // Unconstrained, the model ends its turn at once, inside the thought the prompt opened.
+        $prompt = "<|im_start|>user\nSay hello.<|im_end|>\n<|im_start|>assistant\n<think>\nHello!";
+        $free = self::model()->rawStream($prompt, maxTokens: 4);
+        $this->assertSame('', $free->text());
+        $this->assertSame('eos', $free->finishReason());
+        // Under a schema that would leave no answer: the engine closes the thought and the answer follows.
+        $schema = ['type' => 'object', 'properties' => ['greeting' => ['type' => 'string']]];
+        $stream = self::model()->rawStream($prompt, maxTokens: 64, options: ['schema' => $schema]);
+        $this->assertSame('eos', $stream->finishReason(), $stream->text());
+        [$thought, $answer] = self::afterThought($stream->text());
+        $this->assertSame('', $thought);
+        $this->assertSame(['greeting'], array_keys(json_decode($answer, true, 512, JSON_THROW_ON_ERROR)));
+        $this->assertIsString(json_decode($answer, true)['greeting']);
+    }
+
+    /** @group default-model */
     public function testWithoutAConstraintTheBudgetStillClosesTheThought(): void
     {
         $model = self::model();

@@ -179,7 +179,16 @@ impl Progress {
         let vocab = model.vocab();
         loop {
             if vocab.is_eog(token) {
-                return (token, Some(FinishReason::Eos));
+                match self.thinking.close_instead_of_ending(model) {
+                    true => match self.thinking.forced() {
+                        Some(instead) => {
+                            token = instead;
+                            continue;
+                        }
+                        None => return (token, Some(FinishReason::Eos)),
+                    },
+                    false => return (token, Some(FinishReason::Eos)),
+                }
             }
             self.piece.clear();
             vocab.token_to_piece_into(token, &mut self.piece, false, None);

@@ -311,6 +311,17 @@ impl Thinking {
         };
     }
 
+    /// The model ended its turn (end of generation): inside a thought under
+    /// a constraint, that would leave no answer, so the engine closes the
+    /// thought instead and the answer follows. Whether it did.
+    pub fn close_instead_of_ending(&mut self, model: &LlamaModel) -> bool {
+        if !self.constrained || !matches!(self.state, State::Inside { closing: false, .. }) {
+            return false;
+        }
+        self.close(model);
+        true
+    }
+
     /// Inside a block whose text starts at `from`; closed at once when no
     /// thinking is allowed.
     fn enter(&mut self, model: &LlamaModel, from: usize) {
