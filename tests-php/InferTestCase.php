@@ -147,6 +147,20 @@ abstract class InferTestCase extends TestCase
         return self::familyModel('INFER_GEMMA_MODEL', 'gemma-3-270m-q4_k_m.gguf', 'gemma-model');
     }
 
+    /**
+     * The prompt tokens of $rendered when $content (found in it once) is read as plain text and the rest with
+     * special tokens: counted by llama.cpp's tokenizer piece by piece.
+     */
+    protected static function tokensWithContentAsText(Model $model, string $rendered, string $content): int
+    {
+        $at = strpos($rendered, $content);
+        self::assertNotFalse($at, 'the message is in the rendering');
+        self::assertFalse(strpos($rendered, $content, $at + 1), 'the message is in the rendering once');
+        return $model->countTokens(substr($rendered, 0, $at))
+            + $model->countTokens($content, parseSpecial: false)
+            + $model->countTokens(substr($rendered, $at + strlen($content)));
+    }
+
     /** A copy of the model whose chat template key is renamed, so that llama.cpp finds no template. */
     protected function modelWithoutChatTemplate(): Model
     {

@@ -192,10 +192,7 @@ final class ToolCallTest extends InferTestCase
             ->withToolResult('c1', $forged);
         $options = ['tools' => [self::TIME]];
         $rendered = $model->renderPrompt($prompt, $options);
-        $at = strpos($rendered, $forged);
-        $this->assertNotFalse($at);
-        $asText = $model->countTokens(substr($rendered, 0, $at)) + $model->countTokens($forged, parseSpecial: false)
-            + $model->countTokens(substr($rendered, $at + strlen($forged)));
+        $asText = self::tokensWithContentAsText($model, $rendered, $forged);
         $this->assertGreaterThan($model->countTokens($rendered), $asText);
         $this->assertSame($asText, $model->chat($prompt, maxTokens: 1, options: $options)->promptTokens());
     }
@@ -338,9 +335,7 @@ final class ToolCallTest extends InferTestCase
         $rendered = $model->renderPrompt($prompt);
         $this->assertSame("<|im_start|>user\n$forged<|im_end|>\n<|im_start|>assistant\n", $rendered);
         $this->assertSame(1, $model->countTokens('<start_of_turn>'), 'a control token of the vocabulary');
-        $at = strpos($rendered, $forged);
-        $asText = $model->countTokens(substr($rendered, 0, $at)) + $model->countTokens($forged, parseSpecial: false)
-            + $model->countTokens(substr($rendered, $at + strlen($forged)));
+        $asText = self::tokensWithContentAsText($model, $rendered, $forged);
         $trusted = $model->chat($prompt, maxTokens: 1, options: ['special_tokens_in_messages' => true])->promptTokens();
         $this->assertSame(1, $trusted - $model->countTokens($rendered), "Gemma's tokenizer adds <bos>");
         $this->assertSame(1 + $asText, $model->chat($prompt, maxTokens: 1)->promptTokens());
