@@ -124,9 +124,11 @@ impl Renderer {
     /// Render `messages`, ending with the opening of an assistant turn so
     /// that generation continues as the assistant. `bos` and `eos` are the
     /// model's special tokens as text; `tools` the template's `tools`.
+    /// `model` renders for a GGUF without a template (llama.cpp's built-in
+    /// ChatML); a renderer without one (a remote server's) has a template.
     pub fn render(
         &self,
-        model: &LlamaModel,
+        model: Option<&LlamaModel>,
         messages: &[Message],
         specials: (&str, &str),
         vars: &Map<String, Json>,
@@ -164,7 +166,12 @@ impl Renderer {
                         ),
                     });
                 }
-                built_in(model, messages)
+                match model {
+                    Some(model) => built_in(model, messages),
+                    None => Err(InferenceError::TemplateFailed {
+                        detail: "the server publishes no chat template".to_owned(),
+                    }),
+                }
             }
         }
     }

@@ -32,6 +32,9 @@ pub enum LoadError {
     CannotRerank { path: PathBuf, reason: String },
     #[error("llama.cpp backend could not be initialised: {reason}")]
     Backend { reason: String },
+    /// `Model::connect()` could not reach the server or use its model.
+    #[error(transparent)]
+    Remote(#[from] super::remote::RemoteError),
 }
 
 /// A call on a loaded model failed.
@@ -102,6 +105,9 @@ pub enum InferenceError {
         "the grammar allows no token at this point of the output (a rule that can never complete)"
     )]
     GrammarDeadEnd,
+    /// A call on a connected model failed on the way to the server or there.
+    #[error(transparent)]
+    Remote(#[from] super::remote::RemoteError),
 }
 
 impl InferenceError {

@@ -14,6 +14,7 @@ pub mod persistent;
 pub mod plain_text;
 pub mod probe;
 pub mod reasoning;
+pub mod remote;
 pub mod rerank;
 pub mod sampler;
 pub mod session;

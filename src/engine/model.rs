@@ -182,7 +182,7 @@ impl Model {
         let bos = self.special_text(vocab.bos());
         let eos = self.special_text(vocab.eos());
         self.renderer()
-            .render(self.model(), messages, (&bos, &eos), vars, tools)
+            .render(Some(self.model()), messages, (&bos, &eos), vars, tools)
     }
 
     /// Render a conversation for tokenizing, with the template variables

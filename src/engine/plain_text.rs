@@ -72,15 +72,28 @@ pub struct Masked {
 impl Masked {
     /// Mask the contents of `messages`.
     pub fn new(messages: &[Message], control: &ControlTexts) -> Self {
+        Self::new_by(messages, |content| control.found_in(content))
+    }
+
+    /// Mask the contents of `messages` for which `holds_markup` says yes
+    /// (asked once per message, in order): for a tokenizer in another
+    /// process, whose control texts are known only by asking it.
+    pub fn new_by(messages: &[Message], mut holds_markup: impl FnMut(&str) -> bool) -> Self {
         let mut pieces = Vec::new();
         let messages = messages
             .iter()
             .map(|m| Message {
-                content: mask(&m.content, control, &mut pieces),
+                content: mask(&m.content, holds_markup(&m.content), &mut pieces),
                 ..m.clone()
             })
             .collect();
         Self { messages, pieces }
+    }
+
+    /// Whether `text` holds the character that opens a placeholder (such a
+    /// message is always masked, so that it cannot pass for one).
+    pub fn holds_placeholder_mark(text: &str) -> bool {
+        text.contains(OPEN)
     }
 
     /// The rendering of the masked messages, cut into the pieces that are
@@ -113,8 +126,8 @@ impl Masked {
 /// numbered by its place in `pieces`, where the content goes whole, to be
 /// tokenized as plain text in one piece: exactly as the tokenizer reads
 /// it as text, with no cut where the markup was.
-fn mask(content: &str, control: &ControlTexts, pieces: &mut Vec<String>) -> String {
-    if !control.found_in(content) {
+fn mask(content: &str, holds_markup: bool, pieces: &mut Vec<String>) -> String {
+    if !holds_markup {
         return content.to_owned();
     }
     let mut out = String::new();

@@ -281,7 +281,12 @@ impl Drop for Stream {
 
 /// The next piece of `text[from..]` (see [`Parts::next`]); plain text is one
 /// piece of everything there is.
-fn cut(parts: &mut Option<Parts>, text: &str, from: usize, complete: bool) -> Option<Piece> {
+pub(in crate::engine) fn cut(
+    parts: &mut Option<Parts>,
+    text: &str,
+    from: usize,
+    complete: bool,
+) -> Option<Piece> {
     if from >= text.len() {
         return None;
     }

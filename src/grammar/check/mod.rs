@@ -66,6 +66,7 @@ mod elements;
 mod errors;
 mod graph;
 mod left_recursion;
+mod lower;
 mod parser;
 mod repetition;
 mod rules;
@@ -215,6 +216,26 @@ fn check_text(src: &str) -> Result<CheckedGrammar, Fail> {
     let grammar = parser.into_grammar()?;
     let parse_stacks = grammar.validate()?;
     Ok(grammar.summary(parse_stacks))
+}
+
+pub use lower::LowerError;
+
+/// A grammar as plain BNF: the rules llama.cpp builds from it, written in
+/// the subset every GBNF-like engine reads alike (see `lower`). The grammar
+/// is checked first.
+///
+/// # Errors
+///
+/// The grammar's first problem, or why it has no plain form (token items).
+pub fn plain_bnf(gbnf: &str) -> Result<String, LowerError> {
+    let invalid = |fail: Fail| LowerError::Invalid(fail.locate(gbnf).to_string());
+    precheck(gbnf).map_err(invalid)?;
+    let mut parser = Parser::new(gbnf);
+    parser.parse_grammar().map_err(invalid)?;
+    let grammar = parser.into_grammar().map_err(invalid)?;
+    grammar.validate().map_err(invalid)?;
+    let root = grammar.root().map_err(invalid)?;
+    lower::plain_bnf(&grammar, root)
 }
 
 fn precheck(src: &str) -> Result<(), Fail> {

@@ -113,7 +113,7 @@ impl<'a> Grammar<'a> {
         }
     }
 
-    fn root(&self) -> Result<usize, Fail> {
+    pub(super) fn root(&self) -> Result<usize, Fail> {
         match self.names.get(ROOT) {
             Some(&id) if self.sym(id as usize).is_some_and(Sym::defined) => Ok(id as usize),
             _ => Err(Fail::new(0, "grammar has no \"root\" rule")),

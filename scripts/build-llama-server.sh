@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Build llama.cpp's `llama-server`, the server the tests and benchmarks of
+# Model::connect() run against, from the llama.cpp the extension itself links
+# (the tree vendored in llama-cpp-sys-2): same ggml, same llama, same sampler,
+# so a greedy reply through the server can be compared with the in-process
+# one token for token.
+#
+# Fast enough for CI: the libraries llama-cpp-sys-2 already compiled for the
+# extension (ggml, llama, common, cpp-httplib) are linked as they are, with
+# the compile definitions they were built with, so only the server's own
+# sources and the multimodal library it needs (mtmd, never run here, so built
+# without optimisation) are compiled. The crate ships neither, so the server's
+# sources come from the llama-cpp-python sdist on PyPI (the same route as
+# bench/build-llama-tools.sh); its mtmd sources come from the crate.
+#
+# Usage: scripts/build-llama-server.sh  (after `cargo build --release`);
+# the binary is target/llama-server/bin/llama-server.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="$ROOT/target/llama-server"
+BIN="$OUT/bin/llama-server"
+SDIST_VERSION=0.3.36
+JOBS="$(nproc)"
+
+if [ -x "$BIN" ]; then
+    exit 0
+fi
+
+SYS="$(cargo metadata --format-version 1 --manifest-path "$ROOT/Cargo.toml" \
+    | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="llama-cpp-sys-2"))')"
+TREE="$(dirname "$SYS")/llama.cpp"
+[ -f "$TREE/include/llama.h" ] || { echo "llama.cpp sources not found at $TREE" >&2; exit 1; }
+
+# The libraries of the release build of the extension.
+LIBS=""
+for dir in "$ROOT"/target/release/build/llama-cpp-sys-2-*/out/build; do
+    if [ -f "$dir/src/libllama.a" ] && [ -f "$dir/common/libllama-common.a" ]; then
+        LIBS="$dir"
+    fi
+done
+[ -n "$LIBS" ] || { echo "llama.cpp libraries not found: run 'cargo build --release' first" >&2; exit 1; }
+
+WORK="$OUT/work"
+mkdir -p "$WORK" "$OUT/bin"
+if [ ! -d "$WORK/llama_cpp_python-$SDIST_VERSION" ]; then
+    echo "Fetching the llama-cpp-python $SDIST_VERSION sdist for llama-server's sources"
+    python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$SDIST_VERSION" -d "$WORK"
+    tar -xzf "$WORK/llama_cpp_python-$SDIST_VERSION.tar.gz" -C "$WORK"
+fi
+SDIST="$WORK/llama_cpp_python-$SDIST_VERSION/vendor/llama.cpp"
+
+# The server's sources, adapted to the linked tree's API where the sdist is a
+# few commits ahead of it (two renames; each edit fails loudly if its text is
+# gone, so a version bump cannot half-apply them).
+SERVER="$WORK/server"
+rm -rf "$SERVER"
+cp -r "$SDIST/tools/server" "$SERVER"
+patch_source() { # file, old, new
+    grep -qF "$2" "$SERVER/$1" || { echo "build-llama-server: '$2' not found in $1" >&2; exit 1; }
+    python3 - "$SERVER/$1" "$2" "$3" <<'EOF'
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+open(path, "w").write(text.replace(old, new))
+EOF
+}
+# mtmd_get_memory_usage() returns a struct in the linked tree, the map itself
+# in the sdist.
+if grep -q "std::map<ggml_backend_dev_t, size_t> backend_mem_usage;" "$TREE/tools/mtmd/mtmd.h"; then
+    patch_source server-context.cpp "mtmd_get_memory_usage(mmproj_path.c_str(), mparams);" \
+        "mtmd_get_memory_usage(mmproj_path.c_str(), mparams).backend_mem_usage;"
+fi
+if ! grep -rq "fs_open_ifstream" "$TREE/common/"; then
+    if grep -q "fs_open_ifstream" "$SERVER/server-mcp.cpp"; then
+        patch_source server-mcp.cpp "fs_open_ifstream(" "std::ifstream("
+    fi
+fi
+
+# The web UI is left out (no npm here): the generated table of assets is empty.
+GEN="$WORK/gen"
+mkdir -p "$GEN"
+cmake -DUI_SOURCE_DIR="$SDIST/tools/ui" -DUI_BINARY_DIR="$GEN" -DLLAMA_SOURCE_DIR="$SDIST" \
+    -DLLAMA_BUILD_NUMBER=0 -DHF_BUCKET=none -DHF_VERSION= -DHF_ENABLED=OFF -DBUILD_UI=OFF \
+    -DLLAMA_UI_GZIP=OFF -P "$SDIST/scripts/ui-assets.cmake" >/dev/null
+
+# The definitions common was compiled with: its structs must read the same.
+DEFINES="$(sed -n 's/^CXX_DEFINES = //p' "$LIBS/common/CMakeFiles/llama-common.dir/flags.make")"
+INCLUDES=(-I"$TREE/include" -I"$TREE/ggml/include" -I"$TREE/common" -I"$TREE/vendor"
+    -I"$TREE/tools/mtmd" -I"$TREE" -I"$SERVER" -I"$GEN")
+CXXFLAGS=(-std=c++17 -fPIC -m64 -march=x86-64 -w -DNDEBUG $DEFINES "${INCLUDES[@]}")
+
+# mtmd: the sources its CMakeLists lists.
+MTMD_SOURCES=()
+while read -r file; do
+    MTMD_SOURCES+=("$TREE/tools/mtmd/$file")
+done < <(sed -n '/^add_library(mtmd$/,/)/p' "$TREE/tools/mtmd/CMakeLists.txt" | grep -oE '[A-Za-z0-9_./-]+\.cpp')
+SERVER_SOURCES=("$SERVER"/server*.cpp "$SERVER/main.cpp" "$GEN/ui.cpp")
+
+# Objects are kept between runs (a failed unit leaves none), so a rerun
+# compiles only what is missing.
+OBJ="$WORK/obj"
+mkdir -p "$OBJ"
+# One line per object: optimisation, source.
+{
+    for src in "${MTMD_SOURCES[@]}"; do echo "-O0 $src"; done
+    for src in "${SERVER_SOURCES[@]}"; do echo "-O2 $src"; done
+} > "$WORK/units"
+echo "Compiling llama-server ($(wc -l < "$WORK/units") units, $JOBS at a time)"
+export OBJ
+export CXXFLAGS_LINE="${CXXFLAGS[*]}"
+xargs -P "$JOBS" -L 1 bash -c 'set -e; opt="$0"; src="$1"; obj="$OBJ/$(echo "$src" | md5sum | cut -c1-12)-$(basename "$src" .cpp).o"; [ -f "$obj" ] && exit 0; g++ $opt $CXXFLAGS_LINE -c "$src" -o "$obj.tmp"; mv "$obj.tmp" "$obj"' < "$WORK/units"
+
+g++ -o "$BIN.tmp" "$OBJ"/*.o -Wl,--start-group \
+    "$LIBS/common/libllama-common.a" "$LIBS/common/libllama-common-base.a" \
+    "$LIBS/vendor/cpp-httplib/libcpp-httplib.a" "$LIBS/vendor/hash/libvendor-hash.a" \
+    "$LIBS/src/libllama.a" "$LIBS/ggml/src/libggml.a" "$LIBS/ggml/src/libggml-cpu.a" \
+    "$LIBS/ggml/src/libggml-base.a" -Wl,--end-group -lssl -lcrypto -lpthread -ldl -lm
+mv "$BIN.tmp" "$BIN"
+echo "Built $BIN"

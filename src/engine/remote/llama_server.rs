@@ -1,0 +1,300 @@
+//! llama-server's wire format: `/props`, `/tokenize`, `/completion`
+//! (prompt as token ids, streamed) and `/embeddings`.
+
+use serde_json::{json, Map, Value as Json};
+
+use super::super::error::InferenceResult;
+use super::super::generate::FinishReason;
+use super::super::params::{Constraint, GenerateParams, REPEAT_LAST_N};
+
+/// What `/props` says.
+#[derive(Debug)]
+pub struct Props {
+    pub slot_ctx: u32,
+    pub template: Option<String>,
+    pub bos: String,
+    pub eos: String,
+}
+
+impl Props {
+    pub fn read(props: &Json) -> Result<Self, String> {
+        let slot_ctx = props
+            .pointer("/default_generation_settings/n_ctx")
+            .and_then(Json::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or("/props has no default_generation_settings.n_ctx")?;
+        let text = |key: &str| {
+            props
+                .get(key)
+                .and_then(Json::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let template = Some(text("chat_template")).filter(|t| !t.is_empty());
+        Ok(Self {
+            slot_ctx,
+            template,
+            bos: text("bos_token"),
+            eos: text("eos_token"),
+        })
+    }
+}
+
+/// The tokens of a `/tokenize` answer.
+pub fn tokens(answer: &Json) -> Result<Vec<i64>, String> {
+    answer
+        .get("tokens")
+        .and_then(Json::as_array)
+        .and_then(|ids| ids.iter().map(Json::as_i64).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| "a /tokenize answer without a list of token ids".to_owned())
+}
+
+/// The body of a streamed `/completion` of `prompt` (token ids), generating
+/// at most `n_predict` tokens. Sampling as the local engine samples: greedy
+/// at temperature 0 (the filters then play no part, as locally), llama.cpp's
+/// filters otherwise, and nothing the local engine does not do (DRY, XTC,
+/// typical-p and the like stay at their neutral values).
+pub fn completion_request(
+    prompt: &[i64],
+    params: &GenerateParams,
+    n_predict: u32,
+) -> InferenceResult<Json> {
+    let mut body = Map::new();
+    body.insert("prompt".into(), json!(prompt));
+    body.insert("n_predict".into(), json!(n_predict));
+    body.insert("stream".into(), json!(true));
+    body.insert("temperature".into(), json!(params.temperature));
+    body.insert("seed".into(), json!(params.seed));
+    if params.is_greedy() {
+        body.insert("top_k".into(), json!(0));
+        body.insert("top_p".into(), json!(1.0));
+        body.insert("min_p".into(), json!(0.0));
+    } else {
+        body.insert("top_k".into(), json!(params.top_k));
+        body.insert("top_p".into(), json!(params.top_p));
+        body.insert("min_p".into(), json!(params.min_p));
+    }
+    body.insert("repeat_penalty".into(), json!(params.repeat_penalty));
+    body.insert("repeat_last_n".into(), json!(REPEAT_LAST_N));
+    for (neutral, value) in [
+        ("presence_penalty", json!(0.0)),
+        ("frequency_penalty", json!(0.0)),
+        ("dry_multiplier", json!(0.0)),
+        ("xtc_probability", json!(0.0)),
+        ("typical_p", json!(1.0)),
+        ("top_n_sigma", json!(-1.0)),
+        ("mirostat", json!(0)),
+        ("n_probs", json!(0)),
+    ] {
+        body.insert(neutral.into(), value);
+    }
+    body.insert("stop".into(), json!(params.stop));
+    body.insert("cache_prompt".into(), json!(true));
+    if let Some(Constraint::Grammar(gbnf)) = &params.constraint {
+        body.insert("grammar".into(), json!(gbnf.as_str()));
+    }
+    Ok(Json::Object(body))
+}
+
+/// One event of a streamed completion.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Text(String),
+    Final(Final),
+}
+
+/// The last event: the rest of the text, and the figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Final {
+    pub text: String,
+    pub finish: FinishReason,
+    pub tokens_generated: u32,
+    pub prompt_tokens: u32,
+    pub reused_tokens: u32,
+}
+
+/// Read one `data:` payload of a streamed completion.
+pub fn event(data: &str) -> Result<Event, String> {
+    let json: Json =
+        serde_json::from_str(data).map_err(|e| format!("an event that is not JSON ({e})"))?;
+    let content = json
+        .get("content")
+        .and_then(Json::as_str)
+        .ok_or("an event without \"content\"")?
+        .to_owned();
+    if json.get("stop").and_then(Json::as_bool) != Some(true) {
+        return Ok(Event::Text(content));
+    }
+    let number = |key: &str| {
+        json.get(key)
+            .and_then(Json::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+    };
+    let stop_type = json
+        .get("stop_type")
+        .and_then(Json::as_str)
+        .ok_or("a final event without \"stop_type\"")?;
+    let finish = match stop_type {
+        "eos" => FinishReason::Eos,
+        "word" => FinishReason::Stop,
+        "limit" => FinishReason::Length,
+        other => return Err(format!("a final event with stop_type \"{other}\"")),
+    };
+    let predicted = number("tokens_predicted").ok_or("a final event without tokens_predicted")?;
+    // llama-server counts the end-of-generation token it sampled; the
+    // local engine does not.
+    let tokens_generated = if finish == FinishReason::Eos {
+        predicted.saturating_sub(1)
+    } else {
+        predicted
+    };
+    Ok(Event::Final(Final {
+        text: content,
+        finish,
+        tokens_generated,
+        prompt_tokens: number("tokens_evaluated")
+            .ok_or("a final event without tokens_evaluated")?,
+        reused_tokens: json
+            .pointer("/timings/cache_n")
+            .and_then(Json::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(0),
+    }))
+}
+
+/// The body of an `/embeddings` request: the pooled vectors as the model
+/// computes them (not normalised, as the local engine returns them).
+pub fn embedding_request(texts: &[String]) -> Json {
+    json!({"content": texts, "embd_normalize": -1})
+}
+
+/// The vectors of an `/embeddings` answer, in the order of the texts.
+pub fn embeddings(answer: &Json, count: usize) -> Result<Vec<Vec<f32>>, String> {
+    let items = answer
+        .as_array()
+        .ok_or("an /embeddings answer that is not a list")?;
+    let mut vectors: Vec<Option<Vec<f32>>> = vec![None; count];
+    for item in items {
+        let index = item
+            .get("index")
+            .and_then(Json::as_u64)
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|i| *i < count)
+            .ok_or("an embedding without a valid index")?;
+        let embedding = item
+            .get("embedding")
+            .ok_or("an item without \"embedding\"")?;
+        // Pooled: [[…]] (one vector); a bare […] is read the same.
+        let vector = match embedding.as_array().and_then(|a| a.first()) {
+            Some(Json::Array(_)) => {
+                if embedding.as_array().map_or(0, Vec::len) != 1 {
+                    return Err("one vector per token: the server's pooling is none; start it with --pooling mean (or cls, last)".to_owned());
+                }
+                &embedding[0]
+            }
+            _ => embedding,
+        };
+        vectors[index] = Some(floats(vector)?);
+    }
+    vectors
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| v.ok_or_else(|| format!("no embedding for text {i}")))
+        .collect()
+}
+
+/// A JSON list of numbers as floats.
+pub fn floats(vector: &Json) -> Result<Vec<f32>, String> {
+    vector
+        .as_array()
+        .and_then(|a| {
+            a.iter()
+                .map(|x| x.as_f64().map(|x| x as f32))
+                .collect::<Option<Vec<_>>>()
+        })
+        .ok_or_else(|| "an embedding that is not a list of numbers".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::CheckedGbnf;
+
+    #[test]
+    fn a_request_carries_the_grammar_and_greedy_sampling() {
+        let params = GenerateParams {
+            constraint: Some(Constraint::Grammar(
+                CheckedGbnf::new("root ::= \"yes\" | \"no\"").unwrap(),
+            )),
+            stop: vec!["\n".into()],
+            ..GenerateParams::default()
+        };
+        let body = completion_request(&[1, 2, 3], &params, 7).unwrap();
+        assert_eq!(body["prompt"], json!([1, 2, 3]));
+        assert_eq!(body["n_predict"], json!(7));
+        assert_eq!(body["grammar"], json!("root ::= \"yes\" | \"no\""));
+        assert_eq!(body["stop"], json!(["\n"]));
+        assert_eq!(body["temperature"], json!(0.0));
+        assert_eq!(body["top_k"], json!(0));
+        assert_eq!(body["stream"], json!(true));
+    }
+
+    #[test]
+    fn final_events_map_stop_types_and_figures() {
+        let Event::Final(f) = event(
+            r#"{"content":"","stop":true,"stop_type":"eos","tokens_predicted":5,"tokens_evaluated":12,"timings":{"cache_n":10}}"#,
+        )
+        .unwrap() else {
+            panic!("not final")
+        };
+        assert_eq!(
+            (
+                f.finish,
+                f.tokens_generated,
+                f.prompt_tokens,
+                f.reused_tokens
+            ),
+            (FinishReason::Eos, 4, 12, 10)
+        );
+        for (stop_type, finish) in [
+            ("word", FinishReason::Stop),
+            ("limit", FinishReason::Length),
+        ] {
+            let text = format!(
+                r#"{{"content":"x","stop":true,"stop_type":"{stop_type}","tokens_predicted":3,"tokens_evaluated":1}}"#
+            );
+            let Event::Final(f) = event(&text).unwrap() else {
+                panic!("not final")
+            };
+            assert_eq!(
+                (f.finish, f.tokens_generated, f.text.as_str()),
+                (finish, 3, "x")
+            );
+        }
+        assert_eq!(
+            event(r#"{"content":"ab","stop":false}"#).unwrap(),
+            Event::Text("ab".into())
+        );
+        assert!(event("{\"stop\":true}").is_err());
+        assert!(event("not json").is_err());
+        assert!(event(r#"{"content":"","stop":true,"stop_type":"none","tokens_predicted":0,"tokens_evaluated":1}"#).is_err());
+    }
+
+    #[test]
+    fn embeddings_are_put_in_order_and_per_token_vectors_refused() {
+        let answer = json!([
+            {"index": 1, "embedding": [[0.5, 1.0]]},
+            {"index": 0, "embedding": [[2.0, 3.0]]},
+        ]);
+        assert_eq!(
+            embeddings(&answer, 2).unwrap(),
+            vec![vec![2.0, 3.0], vec![0.5, 1.0]]
+        );
+        assert!(
+            embeddings(&json!([{"index": 0, "embedding": [[1.0], [2.0]]}]), 1)
+                .unwrap_err()
+                .contains("pooling")
+        );
+        assert!(embeddings(&json!([{"index": 0, "embedding": [[1.0]]}]), 2).is_err());
+    }
+}

@@ -1,0 +1,590 @@
+//! A model served by another process: llama.cpp's llama-server, vLLM or
+//! SGLang, reached over HTTP. The same calls as a model loaded in this
+//! process, with the same guarantees:
+//!
+//! - a `schema` or `grammar` is converted and checked here, by the same
+//!   converter and checker, and the GBNF itself is what the engine enforces
+//!   (llama-server's `grammar`, vLLM's `structured_outputs.grammar`,
+//!   SGLang's `ebnf`); a grammar the engine's dialect cannot express is
+//!   refused before any request;
+//! - against llama-server the conversation is rendered here with the
+//!   server's own template, and each piece is tokenized by the server as the
+//!   local engine tokenizes it (the template's markup with special tokens
+//!   parsed, message text as plain text), then sent as token ids: the server
+//!   sees exactly the prompt the local engine would evaluate, and text typed
+//!   by a user cannot become a control token;
+//! - every generation is streamed from the server, so a deadline, PHP's
+//!   time limit or a cancelled stream stops it between two tokens, and a
+//!   reply cut off by the server is an error, never a short answer.
+
+mod dialect;
+pub mod error;
+pub mod http;
+mod llama_server;
+mod openai;
+pub mod stream;
+
+use std::time::Duration;
+
+use serde_json::{json, Value as Json};
+
+pub use error::RemoteError;
+pub use http::ApiKey;
+pub use stream::RemoteStream;
+
+use self::http::{Http, HttpConfig};
+use super::chat::{Message, Renderer};
+use super::error::{InferenceError, InferenceResult, List};
+use super::params::{GenerateParams, StopCheck};
+use super::plain_text::{Masked, Segments};
+use super::reasoning::Parts;
+use super::template::ChatTemplate;
+
+/// The serving engines a model can be connected to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    LlamaServer,
+    Vllm,
+    Sglang,
+}
+
+impl EngineKind {
+    pub const ALL: [(EngineKind, &'static str); 3] = [
+        (EngineKind::LlamaServer, "llama-server"),
+        (EngineKind::Vllm, "vllm"),
+        (EngineKind::Sglang, "sglang"),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(e, _)| *e == self)
+            .map_or("llama-server", |(_, name)| name)
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(e, _)| *e)
+    }
+}
+
+/// The default of the `timeout` option: seconds to connect, and to wait for
+/// each part of an answer.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The default of the `retries` option.
+pub const DEFAULT_RETRIES: u32 = 2;
+
+/// How to connect.
+#[derive(Debug, Clone)]
+pub struct ConnectParams {
+    pub url: String,
+    /// The served model's name; `None`: the server's only model.
+    pub model: Option<String>,
+    pub api_key: Option<ApiKey>,
+    pub timeout: Duration,
+    pub retries: u32,
+    /// `None`: told from the server's answers.
+    pub engine: Option<EngineKind>,
+    pub verify_tls: bool,
+}
+
+impl ConnectParams {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            model: None,
+            api_key: None,
+            timeout: DEFAULT_TIMEOUT,
+            retries: DEFAULT_RETRIES,
+            engine: None,
+            verify_tls: true,
+        }
+    }
+}
+
+/// What a llama-server tells of itself.
+#[derive(Debug)]
+struct LlamaServerInfo {
+    renderer: Renderer,
+    template: Option<String>,
+    bos: String,
+    eos: String,
+}
+
+/// A connected model.
+#[derive(Debug)]
+pub struct Remote {
+    http: Http,
+    engine: EngineKind,
+    model: String,
+    /// The context of one of the server's slots: the most `nCtx` can be.
+    slot_ctx: u32,
+    /// The context the model was trained for (`contextLength()`).
+    trained_ctx: u32,
+    llama: Option<LlamaServerInfo>,
+}
+
+impl Remote {
+    /// Connect to the server at `params.url`: find out which engine it is
+    /// and which model it serves, and read what the calls need.
+    pub fn connect(params: ConnectParams) -> Result<Self, RemoteError> {
+        let base = http::base_url(&params.url)?;
+        let http = Http::new(HttpConfig {
+            base,
+            api_key: params.api_key.clone(),
+            timeout: params.timeout,
+            retries: params.retries,
+            verify_tls: params.verify_tls,
+        });
+        let engine = match params.engine {
+            Some(engine) => engine,
+            None => detect(&http)?,
+        };
+        let models = http.get_json("/v1/models", engine.name())?;
+        let served = openai::served_models(&models).map_err(|detail| RemoteError::BadBody {
+            url: http.shown().to_owned(),
+            engine: engine.name(),
+            detail,
+        })?;
+        let chosen = choose_model(&http, &served, params.model.as_deref())?;
+        let (slot_ctx, trained_ctx, llama) = match engine {
+            EngineKind::LlamaServer => {
+                let props = http.get_json("/props", engine.name())?;
+                let info =
+                    llama_server::Props::read(&props).map_err(|detail| RemoteError::BadBody {
+                        url: http.shown().to_owned(),
+                        engine: engine.name(),
+                        detail,
+                    })?;
+                let renderer = match &info.template {
+                    Some(source) => match ChatTemplate::new(source) {
+                        Ok(t) => Renderer::Jinja(Box::new(t)),
+                        Err(e) => Renderer::Unreadable(e),
+                    },
+                    None => Renderer::BuiltIn,
+                };
+                let trained = chosen.trained_ctx.unwrap_or(info.slot_ctx);
+                (
+                    info.slot_ctx,
+                    trained,
+                    Some(LlamaServerInfo {
+                        renderer,
+                        template: info.template,
+                        bos: info.bos,
+                        eos: info.eos,
+                    }),
+                )
+            }
+            EngineKind::Vllm | EngineKind::Sglang => {
+                let ctx = chosen.max_model_len.unwrap_or(0);
+                (ctx, ctx, None)
+            }
+        };
+        Ok(Self {
+            http,
+            engine,
+            model: chosen.id,
+            slot_ctx,
+            trained_ctx,
+            llama,
+        })
+    }
+
+    pub fn engine(&self) -> EngineKind {
+        self.engine
+    }
+
+    /// The served model's name.
+    pub fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    /// The server's address, without credentials.
+    pub fn url(&self) -> &str {
+        self.http.shown()
+    }
+
+    /// The context length the model was trained for (0: the server does
+    /// not say).
+    pub fn context_length(&self) -> u32 {
+        self.trained_ctx
+    }
+
+    /// The chat template the server renders with (llama-server); vLLM and
+    /// SGLang do not publish theirs.
+    pub fn chat_template(&self) -> Option<String> {
+        self.llama.as_ref().and_then(|l| l.template.clone())
+    }
+
+    /// `'jinja'` or, for vLLM and SGLang, which render on their side,
+    /// `'server'`.
+    pub fn chat_template_kind(&self) -> &'static str {
+        match &self.llama {
+            Some(l) => l.renderer.kind(),
+            None => "server",
+        }
+    }
+
+    /// How many tokens `text` is, without BOS.
+    pub fn count_tokens(&self, text: &str, parse_special: bool) -> InferenceResult<usize> {
+        match self.engine {
+            EngineKind::LlamaServer => Ok(self.tokenize(text, false, parse_special)?.len()),
+            EngineKind::Vllm | EngineKind::Sglang => {
+                if !parse_special {
+                    return Err(RemoteError::Unsupported {
+                        what: "counting tokens with control-token markup read as text",
+                        engine: self.engine.name(),
+                        why: "its /tokenize endpoint always reads the markup as control tokens",
+                    }
+                    .into());
+                }
+                let answer = self.http.post_json(
+                    "/tokenize",
+                    &openai::tokenize_request(&self.model, text),
+                    self.engine.name(),
+                )?;
+                openai::token_count(&answer).map_err(|d| self.bad_body(d).into())
+            }
+        }
+    }
+
+    /// The text `chat()` gives the model (llama-server only: the others
+    /// render on their side).
+    pub fn render_prompt(
+        &self,
+        messages: &[Message],
+        params: &GenerateParams,
+    ) -> InferenceResult<String> {
+        Ok(self.chat_segments(messages, params)?.text())
+    }
+
+    /// Generate the reply to `messages`.
+    pub fn chat(
+        &self,
+        messages: &[Message],
+        params: &GenerateParams,
+    ) -> InferenceResult<super::Generation> {
+        self.stream_chat(messages, params.clone())?
+            .into_generation()
+    }
+
+    /// Complete `prompt` as plain text.
+    pub fn raw(
+        &self,
+        prompt: &str,
+        add_bos: bool,
+        params: &GenerateParams,
+    ) -> InferenceResult<super::Generation> {
+        self.stream_raw(prompt, add_bos, params.clone())?
+            .into_generation()
+    }
+
+    /// A stream of the reply to `messages`.
+    pub fn stream_chat(
+        &self,
+        messages: &[Message],
+        params: GenerateParams,
+    ) -> InferenceResult<RemoteStream> {
+        match self.engine {
+            EngineKind::LlamaServer => {
+                let segments = self.chat_segments(messages, &params)?;
+                let parts = Parts::after_prompt(&segments.text());
+                let tokens = self.segment_tokens(&segments)?;
+                self.complete_tokens(tokens, params, Some(parts))
+            }
+            EngineKind::Vllm | EngineKind::Sglang => {
+                if messages.is_empty() {
+                    return Err(InferenceError::NoMessages);
+                }
+                let body = openai::chat_request(self.engine, &self.model, messages, &params)?;
+                self.start_openai(
+                    "/v1/chat/completions",
+                    body,
+                    params,
+                    Some(Parts::after_prompt("")),
+                    true,
+                )
+            }
+        }
+    }
+
+    /// A stream of the plain-text completion of `prompt`.
+    pub fn stream_raw(
+        &self,
+        prompt: &str,
+        add_bos: bool,
+        params: GenerateParams,
+    ) -> InferenceResult<RemoteStream> {
+        match self.engine {
+            EngineKind::LlamaServer => {
+                let tokens = self.tokenize(prompt, add_bos, true)?;
+                self.complete_tokens(tokens, params, None)
+            }
+            EngineKind::Vllm | EngineKind::Sglang => {
+                let body =
+                    openai::completion_request(self.engine, &self.model, prompt, add_bos, &params)?;
+                self.start_openai("/v1/completions", body, params, None, false)
+            }
+        }
+    }
+
+    /// The embeddings of `texts`, in order.
+    pub fn embed_many(&self, texts: &[String], _stop: StopCheck) -> InferenceResult<Vec<Vec<f32>>> {
+        if let Some(index) = texts.iter().position(String::is_empty) {
+            return Err(InferenceError::EmptyText.in_list(List::Texts, index));
+        }
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (path, body) = match self.engine {
+            EngineKind::LlamaServer => ("/embeddings", llama_server::embedding_request(texts)),
+            EngineKind::Vllm | EngineKind::Sglang => (
+                "/v1/embeddings",
+                openai::embedding_request(&self.model, texts),
+            ),
+        };
+        let answer = self.http.post_json(path, &body, self.engine.name())?;
+        let vectors = match self.engine {
+            EngineKind::LlamaServer => llama_server::embeddings(&answer, texts.len()),
+            EngineKind::Vllm | EngineKind::Sglang => openai::embeddings(&answer, texts.len()),
+        };
+        vectors.map_err(|d| self.bad_body(d).into())
+    }
+
+    fn bad_body(&self, detail: String) -> RemoteError {
+        RemoteError::BadBody {
+            url: self.http.shown().to_owned(),
+            engine: self.engine.name(),
+            detail,
+        }
+    }
+
+    fn llama(&self) -> InferenceResult<&LlamaServerInfo> {
+        self.llama.as_ref().ok_or_else(|| {
+            RemoteError::Unsupported {
+                what: "rendering a prompt here",
+                engine: self.engine.name(),
+                why: "it renders conversations with its own template, which it does not publish",
+            }
+            .into()
+        })
+    }
+
+    /// llama-server's tokens of `text`.
+    fn tokenize(
+        &self,
+        text: &str,
+        add_special: bool,
+        parse_special: bool,
+    ) -> InferenceResult<Vec<i64>> {
+        let answer = self.http.post_json(
+            "/tokenize",
+            &json!({"content": text, "add_special": add_special, "parse_special": parse_special}),
+            self.engine.name(),
+        )?;
+        llama_server::tokens(&answer).map_err(|d| self.bad_body(d).into())
+    }
+
+    /// A conversation rendered as the local engine renders it: messages
+    /// holding control-token markup go through the template as placeholders
+    /// and come back as plain pieces. Whether a message holds markup is the
+    /// server's tokenizer's call: its tokens differ with special tokens
+    /// parsed and without.
+    fn chat_segments(
+        &self,
+        messages: &[Message],
+        params: &GenerateParams,
+    ) -> InferenceResult<Segments> {
+        let info = self.llama()?;
+        let render = |messages: &[Message]| {
+            info.renderer.render(
+                None,
+                messages,
+                (&info.bos, &info.eos),
+                &params.template_vars,
+                None,
+            )
+        };
+        if params.special_tokens_in_messages.unwrap_or(false) {
+            return Ok(Segments::template(render(messages)?));
+        }
+        // The template's own checks (no messages, NUL bytes) come first.
+        render(messages)?;
+        let mut holds_markup = Vec::with_capacity(messages.len());
+        for message in messages {
+            holds_markup.push(self.holds_markup(&message.content)?);
+        }
+        let mut flags = holds_markup.into_iter();
+        let masked = Masked::new_by(messages, |_| flags.next().unwrap_or(true));
+        Ok(masked.unmask(&render(&masked.messages)?))
+    }
+
+    fn holds_markup(&self, content: &str) -> InferenceResult<bool> {
+        if content.is_empty() {
+            return Ok(false);
+        }
+        if Masked::holds_placeholder_mark(content) {
+            return Ok(true);
+        }
+        Ok(self.tokenize(content, false, true)? != self.tokenize(content, false, false)?)
+    }
+
+    /// The tokens of a rendered conversation, as `Model::chat_tokens`
+    /// makes them.
+    fn segment_tokens(&self, segments: &Segments) -> InferenceResult<Vec<i64>> {
+        let info = self.llama()?;
+        let mut add_bos = !info.renderer.writes_bos();
+        let mut tokens = Vec::new();
+        for (text, plain) in segments.parts() {
+            tokens.extend(self.tokenize(text, add_bos, !plain)?);
+            add_bos = false;
+        }
+        if add_bos {
+            tokens = self.tokenize("", true, true)?;
+        }
+        Ok(tokens)
+    }
+
+    /// Check the context, then start llama-server's completion of `tokens`.
+    fn complete_tokens(
+        &self,
+        tokens: Vec<i64>,
+        params: GenerateParams,
+        parts: Option<Parts>,
+    ) -> InferenceResult<RemoteStream> {
+        let n_predict = self.budget(tokens.len(), &params)?;
+        let prompt_tokens = tokens.len() as u32;
+        if n_predict == 0 {
+            return Ok(RemoteStream::ended_at_context(prompt_tokens, parts));
+        }
+        let body = llama_server::completion_request(&tokens, &params, n_predict)?;
+        let events = self.http.post_events("/completion", &body)?;
+        Ok(RemoteStream::new(
+            events,
+            stream::Wire::LlamaServer,
+            self.http.shown().to_owned(),
+            params.stop_check,
+            prompt_tokens,
+            parts,
+        ))
+    }
+
+    fn start_openai(
+        &self,
+        path: &str,
+        body: Json,
+        params: GenerateParams,
+        parts: Option<Parts>,
+        chat: bool,
+    ) -> InferenceResult<RemoteStream> {
+        if self.slot_ctx > 0 && params.n_ctx > self.slot_ctx {
+            return Err(RemoteError::ContextTooLarge {
+                n_ctx: params.n_ctx,
+                server: self.slot_ctx,
+            }
+            .into());
+        }
+        let events = self.http.post_events(path, &body)?;
+        Ok(RemoteStream::new(
+            events,
+            stream::Wire::OpenAi {
+                engine: self.engine,
+                chat,
+            },
+            self.http.shown().to_owned(),
+            params.stop_check,
+            0,
+            parts,
+        ))
+    }
+
+    /// How many tokens may be generated after a prompt of `prompt` tokens:
+    /// `maxTokens`, cut at the end of `nCtx`, which must fit a slot.
+    fn budget(&self, prompt: usize, params: &GenerateParams) -> InferenceResult<u32> {
+        if self.slot_ctx > 0 && params.n_ctx > self.slot_ctx {
+            return Err(RemoteError::ContextTooLarge {
+                n_ctx: params.n_ctx,
+                server: self.slot_ctx,
+            }
+            .into());
+        }
+        if prompt == 0 {
+            return Err(InferenceError::EmptyPrompt);
+        }
+        if prompt > params.n_ctx as usize {
+            return Err(InferenceError::PromptTooLong {
+                tokens: prompt,
+                n_ctx: params.n_ctx,
+            });
+        }
+        Ok(params.max_tokens.min(params.n_ctx - prompt as u32))
+    }
+}
+
+/// Which engine answers: llama-server publishes `/props` with its
+/// generation settings; vLLM and SGLang name themselves as the owner of
+/// their models.
+fn detect(http: &Http) -> Result<EngineKind, RemoteError> {
+    match http.get_json("/props", "llama-server") {
+        Ok(props) if props.get("default_generation_settings").is_some() => {
+            return Ok(EngineKind::LlamaServer)
+        }
+        Ok(_) => {}
+        Err(RemoteError::Status { status, .. }) if status == 404 || status == 405 => {}
+        Err(RemoteError::BadBody { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    let models = http.get_json("/v1/models", "an OpenAI-compatible server")?;
+    let owners = openai::owners(&models);
+    if owners.iter().any(|o| o == "vllm") {
+        Ok(EngineKind::Vllm)
+    } else if owners.iter().any(|o| o == "sglang") {
+        Ok(EngineKind::Sglang)
+    } else {
+        Err(RemoteError::UnknownEngine {
+            url: http.shown().to_owned(),
+            detail: format!(
+                "no /props, and its models are owned by {}",
+                if owners.is_empty() {
+                    "nobody".to_owned()
+                } else {
+                    owners.join(", ")
+                }
+            ),
+        })
+    }
+}
+
+fn choose_model(
+    http: &Http,
+    served: &[openai::ServedModel],
+    wanted: Option<&str>,
+) -> Result<openai::ServedModel, RemoteError> {
+    let available = || {
+        served
+            .iter()
+            .map(|m| format!("\"{}\"", m.id))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match wanted {
+        Some(name) => served
+            .iter()
+            .find(|m| m.id == name || m.aliases.iter().any(|a| a == name))
+            .cloned()
+            .ok_or_else(|| RemoteError::NoSuchModel {
+                url: http.shown().to_owned(),
+                model: name.to_owned(),
+                available: available(),
+            }),
+        None => match served {
+            [] => Err(RemoteError::NoModel {
+                url: http.shown().to_owned(),
+            }),
+            [only] => Ok(only.clone()),
+            _ => Err(RemoteError::WhichModel {
+                url: http.shown().to_owned(),
+                available: available(),
+            }),
+        },
+    }
+}

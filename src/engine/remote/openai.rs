@@ -1,0 +1,332 @@
+//! The OpenAI-compatible wire format of vLLM and SGLang: `/v1/models`,
+//! `/v1/chat/completions` and `/v1/completions` (streamed, with usage),
+//! `/v1/embeddings` and vLLM's `/tokenize`. llama-server answers
+//! `/v1/models` the same way.
+//!
+//! The grammar goes where each engine reads it: vLLM's
+//! `structured_outputs.grammar` (its older `guided_grammar` is ignored by
+//! current versions, silently, so it is never sent), SGLang's `ebnf`; both
+//! in the dialect of their grammar backend (see `dialect`).
+
+use serde_json::{json, Map, Value as Json};
+
+use super::super::chat::Message;
+use super::super::error::InferenceResult;
+use super::super::generate::FinishReason;
+use super::super::params::{Constraint, GenerateParams};
+use super::dialect;
+use super::error::RemoteError;
+use super::llama_server::floats;
+use super::EngineKind;
+
+/// A model a server lists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedModel {
+    pub id: String,
+    /// Other names it answers to (llama-server's `--alias`).
+    pub aliases: Vec<String>,
+    /// vLLM's and SGLang's `max_model_len`.
+    pub max_model_len: Option<u32>,
+    /// llama-server's `meta.n_ctx_train`.
+    pub trained_ctx: Option<u32>,
+}
+
+/// The models of a `/v1/models` answer.
+pub fn served_models(answer: &Json) -> Result<Vec<ServedModel>, String> {
+    let data = answer
+        .get("data")
+        .and_then(Json::as_array)
+        .ok_or("a /v1/models answer without \"data\"")?;
+    data.iter()
+        .map(|m| {
+            let id = m
+                .get("id")
+                .and_then(Json::as_str)
+                .ok_or("a model without \"id\"")?
+                .to_owned();
+            let number =
+                |v: Option<&Json>| v.and_then(Json::as_u64).and_then(|n| u32::try_from(n).ok());
+            Ok(ServedModel {
+                id,
+                aliases: m
+                    .get("aliases")
+                    .and_then(Json::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                max_model_len: number(m.get("max_model_len")),
+                trained_ctx: number(m.pointer("/meta/n_ctx_train")),
+            })
+        })
+        .collect()
+}
+
+/// Who owns the listed models (`"vllm"`, `"sglang"`, `"llamacpp"`).
+pub fn owners(answer: &Json) -> Vec<String> {
+    answer
+        .get("data")
+        .and_then(Json::as_array)
+        .map(|data| {
+            data.iter()
+                .filter_map(|m| m.get("owned_by").and_then(Json::as_str))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// vLLM's `/tokenize` request: the count of `text` without BOS.
+pub fn tokenize_request(model: &str, text: &str) -> Json {
+    json!({"model": model, "prompt": text, "add_special_tokens": false})
+}
+
+pub fn token_count(answer: &Json) -> Result<usize, String> {
+    answer
+        .get("count")
+        .and_then(Json::as_u64)
+        .or_else(|| {
+            answer
+                .get("tokens")
+                .and_then(Json::as_array)
+                .map(|t| t.len() as u64)
+        })
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| "a /tokenize answer without \"count\" or \"tokens\"".to_owned())
+}
+
+/// The sampling fields shared by both endpoints. At temperature 0 the
+/// engines decode greedily and the filters play no part (as locally), so
+/// they are left out.
+fn sampling(
+    engine: EngineKind,
+    model: &str,
+    params: &GenerateParams,
+) -> InferenceResult<Map<String, Json>> {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("max_tokens".into(), json!(params.max_tokens));
+    body.insert("temperature".into(), json!(params.temperature));
+    body.insert("seed".into(), json!(params.seed));
+    if !params.is_greedy() {
+        // Both engines disable top-k with -1; 0 is "off" here.
+        let top_k = if params.top_k <= 0 { -1 } else { params.top_k };
+        body.insert("top_k".into(), json!(top_k));
+        body.insert("top_p".into(), json!(params.top_p));
+        body.insert("min_p".into(), json!(params.min_p));
+    }
+    body.insert("repetition_penalty".into(), json!(params.repeat_penalty));
+    if !params.stop.is_empty() {
+        body.insert("stop".into(), json!(params.stop));
+    }
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    if let Some(Constraint::Grammar(gbnf)) = &params.constraint {
+        let grammar = dialect::xgrammar(gbnf.as_str()).map_err(|detail| RemoteError::Dialect {
+            engine: engine.name(),
+            detail,
+        })?;
+        match engine {
+            EngineKind::Vllm => {
+                body.insert("structured_outputs".into(), json!({"grammar": grammar}));
+            }
+            EngineKind::Sglang | EngineKind::LlamaServer => {
+                body.insert("ebnf".into(), json!(grammar));
+            }
+        }
+    }
+    Ok(body)
+}
+
+/// A `/v1/chat/completions` request; the engine renders the messages with
+/// its own template.
+pub fn chat_request(
+    engine: EngineKind,
+    model: &str,
+    messages: &[Message],
+    params: &GenerateParams,
+) -> InferenceResult<Json> {
+    let mut body = sampling(engine, model, params)?;
+    let messages: Vec<Json> = messages
+        .iter()
+        .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
+        .collect();
+    body.insert("messages".into(), Json::Array(messages));
+    if !params.template_vars.is_empty() {
+        body.insert(
+            "chat_template_kwargs".into(),
+            Json::Object(params.template_vars.clone()),
+        );
+    }
+    Ok(Json::Object(body))
+}
+
+/// A `/v1/completions` request.
+pub fn completion_request(
+    engine: EngineKind,
+    model: &str,
+    prompt: &str,
+    add_bos: bool,
+    params: &GenerateParams,
+) -> InferenceResult<Json> {
+    let mut body = sampling(engine, model, params)?;
+    body.insert("prompt".into(), json!(prompt));
+    if !add_bos {
+        match engine {
+            EngineKind::Vllm => {
+                body.insert("add_special_tokens".into(), json!(false));
+            }
+            EngineKind::Sglang | EngineKind::LlamaServer => {
+                return Err(RemoteError::Unsupported {
+                    what: "raw() with addBos: false",
+                    engine: engine.name(),
+                    why: "its completions endpoint always adds the tokenizer's special tokens",
+                }
+                .into())
+            }
+        }
+    }
+    Ok(Json::Object(body))
+}
+
+pub fn embedding_request(model: &str, texts: &[String]) -> Json {
+    json!({"model": model, "input": texts, "encoding_format": "float"})
+}
+
+/// The vectors of a `/v1/embeddings` answer, in the order of the texts.
+pub fn embeddings(answer: &Json, count: usize) -> Result<Vec<Vec<f32>>, String> {
+    let data = answer
+        .get("data")
+        .and_then(Json::as_array)
+        .ok_or("an /v1/embeddings answer without \"data\"")?;
+    let mut vectors: Vec<Option<Vec<f32>>> = vec![None; count];
+    for (position, item) in data.iter().enumerate() {
+        let index = item
+            .get("index")
+            .and_then(Json::as_u64)
+            .map_or(Some(position), |i| usize::try_from(i).ok())
+            .filter(|i| *i < count)
+            .ok_or("an embedding with an index out of range")?;
+        vectors[index] = Some(floats(
+            item.get("embedding")
+                .ok_or("an item without \"embedding\"")?,
+        )?);
+    }
+    vectors
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| v.ok_or_else(|| format!("no embedding for text {i}")))
+        .collect()
+}
+
+/// How a choice ended: the reason and what stopped it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ending {
+    pub reason: String,
+    /// vLLM's `stop_reason` / SGLang's `matched_stop`: a stop string, a
+    /// token id, or null (end of generation).
+    pub matched: Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    pub cached_tokens: u32,
+}
+
+/// One chunk of a stream.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Chunk {
+    pub text: String,
+    pub ending: Option<Ending>,
+    pub usage: Option<Usage>,
+    pub error: Option<String>,
+}
+
+/// Read one `data:` chunk of a streamed chat (`delta.content`) or
+/// completion (`text`).
+pub fn chunk(data: &str, chat: bool) -> Result<Chunk, String> {
+    let json: Json =
+        serde_json::from_str(data).map_err(|e| format!("a chunk that is not JSON ({e})"))?;
+    if let Some(error) = json.get("error") {
+        let message = error
+            .get("message")
+            .and_then(Json::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| error.to_string());
+        return Ok(Chunk {
+            error: Some(message),
+            ..Chunk::default()
+        });
+    }
+    let mut out = Chunk::default();
+    let choices = json
+        .get("choices")
+        .and_then(Json::as_array)
+        .ok_or("a chunk without \"choices\"")?;
+    if let Some(choice) = choices.first() {
+        let text = if chat {
+            choice.pointer("/delta/content")
+        } else {
+            choice.get("text")
+        };
+        if let Some(text) = text.and_then(Json::as_str) {
+            out.text = text.to_owned();
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Json::as_str) {
+            let matched = choice
+                .get("stop_reason")
+                .or_else(|| choice.get("matched_stop"))
+                .cloned()
+                .unwrap_or(Json::Null);
+            out.ending = Some(Ending {
+                reason: reason.to_owned(),
+                matched,
+            });
+        }
+    }
+    if let Some(usage) = json.get("usage").filter(|u| !u.is_null()) {
+        let number = |pointer: &str| {
+            usage
+                .pointer(pointer)
+                .and_then(Json::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+        };
+        out.usage = Some(Usage {
+            prompt_tokens: number("/prompt_tokens").ok_or("usage without prompt_tokens")?,
+            completion_tokens: number("/completion_tokens")
+                .ok_or("usage without completion_tokens")?,
+            cached_tokens: number("/prompt_tokens_details/cached_tokens").unwrap_or(0),
+        });
+    }
+    Ok(out)
+}
+
+/// Why an ending is not a finish reason.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EndError {
+    /// The engine gave up on the request.
+    Aborted(String),
+    Unknown(String),
+}
+
+/// Our finish reason for an engine's ending: `"stop"` is a stop string
+/// when one matched, else the end of generation (a matched stop token id
+/// is the end-of-generation token).
+pub fn finish_reason(ending: &Ending) -> Result<FinishReason, EndError> {
+    match ending.reason.as_str() {
+        "stop" | "eos" => Ok(if ending.matched.is_string() {
+            FinishReason::Stop
+        } else {
+            FinishReason::Eos
+        }),
+        "length" => Ok(FinishReason::Length),
+        "abort" => Err(EndError::Aborted(
+            "the server aborted the request".to_owned(),
+        )),
+        other => Err(EndError::Unknown(format!("a finish_reason of \"{other}\""))),
+    }
+}

@@ -1,0 +1,290 @@
+//! A remote generation read event by event: the server streams every reply
+//! (server-sent events), and the pieces handed out are cut from the text
+//! received as a local stream cuts them (a `<think>` tag is released whole).
+//! Between two events the caller's deadline and interrupt are checked; a
+//! stream that stops early (cancelled, timed out) closes the connection, and
+//! the server stops generating.
+
+use super::super::error::{InferenceError, InferenceResult};
+use super::super::generate::{FinishReason, Generation};
+use super::super::params::StopCheck;
+use super::super::reasoning::Parts;
+use super::super::stream::{cut, Piece};
+use super::error::RemoteError;
+use super::http::{Event, Events};
+use super::{llama_server, openai, EngineKind};
+
+/// The format of the events.
+#[derive(Debug, Clone, Copy)]
+pub enum Wire {
+    LlamaServer,
+    OpenAi { engine: EngineKind, chat: bool },
+}
+
+enum State {
+    Running(Events),
+    Done(Generation),
+    Failed(InferenceError),
+}
+
+/// A remote generation in progress (see the module documentation).
+pub struct RemoteStream {
+    state: State,
+    wire: Wire,
+    url: String,
+    stop_check: StopCheck,
+    text: String,
+    released: usize,
+    parts: Option<Parts>,
+    prompt_tokens: u32,
+    /// Tokens generated so far, as the server counts them.
+    generated: u32,
+    /// What an OpenAI-style stream said of its end before `[DONE]`.
+    ending: Option<openai::Ending>,
+    usage: Option<openai::Usage>,
+}
+
+impl std::fmt::Debug for RemoteStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteStream")
+            .field("url", &self.url)
+            .field("released", &self.released)
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+impl RemoteStream {
+    pub(super) fn new(
+        events: Events,
+        wire: Wire,
+        url: String,
+        stop_check: StopCheck,
+        prompt_tokens: u32,
+        parts: Option<Parts>,
+    ) -> Self {
+        Self {
+            state: State::Running(events),
+            wire,
+            url,
+            stop_check,
+            text: String::new(),
+            released: 0,
+            parts,
+            prompt_tokens,
+            generated: 0,
+            ending: None,
+            usage: None,
+        }
+    }
+
+    /// A generation with no room left in the context: nothing is asked of
+    /// the server.
+    pub(super) fn ended_at_context(prompt_tokens: u32, parts: Option<Parts>) -> Self {
+        Self {
+            state: State::Done(Generation {
+                text: String::new(),
+                finish: FinishReason::Length,
+                tokens_generated: 0,
+                prompt_tokens,
+                reused_tokens: 0,
+                tool_calls: Vec::new(),
+                without_calls: None,
+            }),
+            wire: Wire::LlamaServer,
+            url: String::new(),
+            stop_check: StopCheck::default(),
+            text: String::new(),
+            released: 0,
+            parts,
+            prompt_tokens,
+            generated: 0,
+            ending: None,
+            usage: None,
+        }
+    }
+
+    /// Whether the generation has ended (or failed).
+    pub fn is_finished(&self) -> bool {
+        !matches!(self.state, State::Running(_))
+    }
+
+    /// The next piece; `None` once the whole text has been handed out.
+    pub fn next_piece(&mut self) -> InferenceResult<Option<Piece>> {
+        loop {
+            let complete = match &self.state {
+                State::Running(_) => false,
+                State::Done(_) => true,
+                State::Failed(e) => return Err(e.clone()),
+            };
+            if let Some(piece) = cut(&mut self.parts, &self.text, self.released, complete) {
+                self.released += piece.text.len();
+                return Ok(Some(piece));
+            }
+            if complete {
+                return Ok(None);
+            }
+            self.advance()?;
+        }
+    }
+
+    /// Read to the end and return the result.
+    pub fn finish(&mut self) -> InferenceResult<&Generation> {
+        while !self.is_finished() {
+            self.advance()?;
+        }
+        match &self.state {
+            State::Done(generation) => Ok(generation),
+            State::Failed(e) => Err(e.clone()),
+            State::Running(_) => Err(InferenceError::StreamInProgress),
+        }
+    }
+
+    /// Read to the end and take the result.
+    pub fn into_generation(mut self) -> InferenceResult<Generation> {
+        self.finish()?;
+        match std::mem::replace(&mut self.state, State::Failed(InferenceError::Busy)) {
+            State::Done(generation) => Ok(generation),
+            State::Failed(e) => Err(e),
+            State::Running(_) => Err(InferenceError::StreamInProgress),
+        }
+    }
+
+    /// Stop now, keeping what was received: the connection is closed, so
+    /// the server stops generating.
+    pub fn cancel(&mut self) {
+        if let State::Running(_) = self.state {
+            self.end(FinishReason::Cancelled);
+        }
+    }
+
+    /// End the generation here with `finish` (the events, and with them the
+    /// connection, are dropped).
+    fn end(&mut self, finish: FinishReason) {
+        self.state = State::Done(Generation {
+            text: self.text.clone(),
+            finish,
+            tokens_generated: self.generated,
+            prompt_tokens: self.prompt_tokens,
+            reused_tokens: 0,
+            tool_calls: Vec::new(),
+            without_calls: None,
+        });
+    }
+
+    fn fail(&mut self, e: InferenceError) -> InferenceError {
+        self.state = State::Failed(e.clone());
+        e
+    }
+
+    /// Read one event (or stop at the deadline).
+    fn advance(&mut self) -> InferenceResult<()> {
+        if self.stop_check.due() {
+            self.end(FinishReason::Timeout);
+            return Ok(());
+        }
+        let State::Running(events) = &mut self.state else {
+            return Ok(());
+        };
+        let event = match events.next_event() {
+            Ok(event) => event,
+            Err(e) => return Err(self.fail(e.into())),
+        };
+        let outcome = match event {
+            None => Err(RemoteError::Truncated {
+                url: self.url.clone(),
+            }),
+            Some(Event::Error(payload)) => Err(RemoteError::InStream {
+                url: self.url.clone(),
+                message: super::http::error_message(&payload),
+            }),
+            Some(Event::Data(data)) => self.apply(&data),
+        };
+        outcome.map_err(|e| self.fail(e.into()))
+    }
+
+    fn bad(&self, engine: &'static str, detail: String) -> RemoteError {
+        RemoteError::BadBody {
+            url: self.url.clone(),
+            engine,
+            detail,
+        }
+    }
+
+    /// Take in one `data:` payload.
+    fn apply(&mut self, data: &str) -> Result<(), RemoteError> {
+        match self.wire {
+            Wire::LlamaServer => match llama_server::event(data) {
+                Ok(llama_server::Event::Text(text)) => {
+                    self.text.push_str(&text);
+                    self.generated += 1;
+                    Ok(())
+                }
+                Ok(llama_server::Event::Final(last)) => {
+                    self.text.push_str(&last.text);
+                    self.state = State::Done(Generation {
+                        text: self.text.clone(),
+                        finish: last.finish,
+                        tokens_generated: last.tokens_generated,
+                        prompt_tokens: last.prompt_tokens,
+                        reused_tokens: last.reused_tokens,
+                        tool_calls: Vec::new(),
+                        without_calls: None,
+                    });
+                    Ok(())
+                }
+                Err(detail) => Err(self.bad("llama-server", detail)),
+            },
+            Wire::OpenAi { engine, chat } => {
+                if data.trim() == "[DONE]" {
+                    return self.done_openai(engine);
+                }
+                let chunk = openai::chunk(data, chat).map_err(|d| self.bad(engine.name(), d))?;
+                if let Some(error) = chunk.error {
+                    return Err(RemoteError::InStream {
+                        url: self.url.clone(),
+                        message: error,
+                    });
+                }
+                if !chunk.text.is_empty() {
+                    self.text.push_str(&chunk.text);
+                    self.generated += 1;
+                }
+                if chunk.ending.is_some() {
+                    self.ending = chunk.ending;
+                }
+                if chunk.usage.is_some() {
+                    self.usage = chunk.usage;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// `[DONE]`: the stream must have said how it ended.
+    fn done_openai(&mut self, engine: EngineKind) -> Result<(), RemoteError> {
+        let Some(ending) = self.ending.take() else {
+            return Err(RemoteError::Truncated {
+                url: self.url.clone(),
+            });
+        };
+        let finish = openai::finish_reason(&ending).map_err(|d| match d {
+            openai::EndError::Aborted(message) => RemoteError::InStream {
+                url: self.url.clone(),
+                message,
+            },
+            openai::EndError::Unknown(detail) => self.bad(engine.name(), detail),
+        })?;
+        let usage = self.usage.take();
+        self.state = State::Done(Generation {
+            text: self.text.clone(),
+            finish,
+            tokens_generated: usage.map_or(self.generated, |u| u.completion_tokens),
+            prompt_tokens: usage.map_or(self.prompt_tokens, |u| u.prompt_tokens),
+            reused_tokens: usage.map_or(0, |u| u.cached_tokens),
+            tool_calls: Vec::new(),
+            without_calls: None,
+        });
+        Ok(())
+    }
+}
