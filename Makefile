@@ -18,6 +18,10 @@ export INFER_QWEN_MODEL
 GEMMA_MODEL_FILE := models/gemma-3-270m-q4_k_m.gguf
 INFER_GEMMA_MODEL ?= $(CURDIR)/$(GEMMA_MODEL_FILE)
 export INFER_GEMMA_MODEL
+# llama.cpp's llama-server, for the tests and benchmarks of Model::connect()
+# (built by scripts/build-llama-server.sh from the llama.cpp the extension links).
+INFER_LLAMA_SERVER ?= $(CURDIR)/target/llama-server/bin/llama-server
+export INFER_LLAMA_SERVER
 EXT := $(CURDIR)/target/release/libinfer.so
 # The tests (Rust and PHP) read both paths from here.
 INFER_EXTENSION := $(EXT)
@@ -26,7 +30,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model embedding-model qwen-model gemma-model test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning
+.PHONY: demo test deps build model embedding-model qwen-model gemma-model llama-server test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -56,7 +60,11 @@ test-rust: deps model qwen-model
 	# and oversubscribed cores make its spinning barriers crawl.
 	cargo test --release $(CORE) -- --test-threads=1
 
-test-php: build model embedding-model qwen-model gemma-model
+# After the extension's build: it links the libraries that build compiled.
+llama-server: build
+	@bash scripts/build-llama-server.sh
+
+test-php: build model embedding-model qwen-model gemma-model llama-server
 	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist
 
 lint:

@@ -70,6 +70,36 @@ final class Model
     public static function load(string $path, array $options = []): Model {}
 
     /**
+     * Connect to a model served by llama.cpp's llama-server, vLLM or SGLang. The Model it returns runs chat(),
+     * raw(), stream(), rawStream(), embed(), embedMany(), countTokens(), contextLength(), chatTemplate() and
+     * close() on the server, with the same parameters, results and exceptions as a loaded model:
+     * - a schema or grammar is converted and checked here, by the same converter and checker, and the GBNF itself
+     *   is sent (llama-server's `grammar`, vLLM's `structured_outputs.grammar`, SGLang's `ebnf`, the latter two
+     *   as the plain BNF of llama.cpp's rules, which xgrammar reads alike): the output is as valid as locally;
+     * - against llama-server the conversation is rendered here with the server's template and sent as tokens,
+     *   each message's text tokenized as text: the same prompt, token for token, as a loaded model evaluates;
+     * - every reply is streamed from the server, so `timeout` (generation option), max_execution_time and
+     *   Stream::cancel() stop it between two tokens and close the connection.
+     * Options that only a loaded model can honour (cache_prompt, max_reasoning_tokens, tools, tool_choice)
+     * throw; nCtx is checked against the server's context; chatMany()/rawMany() throw (send concurrent
+     * requests from several workers instead: the server batches them).
+     *
+     * @param string $baseUrl http://host:port or https://host:port (no path beyond the server's root)
+     * @param array{model?: string, api_key?: string, timeout?: float|int, retries?: int, engine?: string, verify_tls?: bool} $options
+     *        model: the served model's name (default: the server's only model);
+     *        api_key: sent as a bearer token, never shown in messages;
+     *        timeout: seconds to connect and to wait for each part of an answer (default 120);
+     *        retries: how many times a request is tried again when it never reached the server (connection
+     *        refused) or the server turned it away as unavailable (HTTP 503), with a growing pause (0 to 10,
+     *        default 2);
+     *        engine: 'llama-server', 'vllm' or 'sglang' (default: asked of the server);
+     *        verify_tls: check the server's certificate (default true).
+     * @throws ModelLoadException when the server cannot be reached, answers what no such engine answers, or
+     *         serves no model of that name
+     */
+    public static function connect(string $baseUrl, array $options = []): Model {}
+
+    /**
      * Render $prompt with the chat template stored in the GGUF and generate a reply. The template is Jinja,
      * rendered as Hugging Face's apply_chat_template renders it (messages, add_generation_prompt, bos_token,
      * eos_token, raise_exception, strftime_now, and the caller's template_vars); a GGUF without a template is

@@ -25,7 +25,7 @@ pub mod threads;
 pub mod tools;
 
 pub use chat::{Message, Role};
-pub use error::{InferenceError, LoadError};
+pub use error::{InferenceError, InferenceResult, LoadError};
 pub use generate::{FinishReason, Generation};
 pub use model::Model;
 pub use params::{GenerateParams, LoadParams, Pooling};

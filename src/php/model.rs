@@ -18,7 +18,10 @@ use super::convert::{self, OptionsArg};
 use super::embedding::Embedding;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
-use super::options::{chat_only_options, generate_params, load_request, many_params};
+use super::options::{
+    chat_only_options, connect_params, generate_params, load_request, local_only_options,
+    many_params,
+};
 use super::paths::allowed_path;
 use super::persistent;
 use super::prompt::Prompt;
@@ -26,6 +29,7 @@ use super::response::Response;
 use super::stream::Stream;
 use super::timeout::stop_check;
 use crate::engine;
+use crate::engine::remote::Remote;
 
 /// A GGUF model loaded in this process.
 #[php_class]
@@ -33,14 +37,33 @@ use crate::engine;
 #[php(flags = ClassFlags::Final.union(ClassFlags::NotSerializable))]
 #[derive(Debug)]
 pub struct Model {
-    /// Shared with the process's table when the model is persistent.
-    inner: Option<Rc<engine::Model>>,
+    inner: Option<Backend>,
     persistent: bool,
 }
 
+/// What runs the model.
+#[derive(Debug)]
+enum Backend {
+    /// Loaded in this process; shared with the process's table when the
+    /// model is persistent.
+    Local(Rc<engine::Model>),
+    /// Served by llama-server, vLLM or SGLang (`Model::connect()`).
+    Remote(Box<Remote>),
+}
+
 impl Model {
-    fn open(&self) -> Result<&Rc<engine::Model>, CallError> {
+    fn backend(&self) -> Result<&Backend, CallError> {
         self.inner.as_ref().ok_or(CallError::Closed)
+    }
+
+    /// The model in this process, for the calls only it can make.
+    fn open(&self) -> Result<&Rc<engine::Model>, CallError> {
+        match self.backend()? {
+            Backend::Local(model) => Ok(model),
+            Backend::Remote(remote) => Err(CallError::NotRemote {
+                engine: remote.engine().name(),
+            }),
+        }
     }
 }
 
@@ -116,8 +139,33 @@ impl Model {
             Rc::new(engine::Model::load(path, &request.params)?)
         };
         Ok(Self {
-            inner: Some(model),
+            inner: Some(Backend::Local(model)),
             persistent: request.persistent,
+        })
+    }
+
+    /// Connect to a model served by llama-server, vLLM or SGLang at
+    /// `baseUrl` (`http://host:port`): the same calls as a loaded model,
+    /// run by the server, with schemas and grammars enforced exactly as in
+    /// this process. Options: `model` (the served model's name; default:
+    /// the server's only one), `api_key` (sent as a bearer token), `timeout`
+    /// (seconds to connect and to wait for each part of an answer, default
+    /// 120), `retries` (of requests refused unserved, default 2), `engine`
+    /// (`'llama-server'`, `'vllm'` or `'sglang'`; default: asked of the
+    /// server), `verify_tls` (bool, true).
+    #[php(defaults(options = OptionsArg::none()))]
+    pub fn connect(baseUrl: Binary<u8>, options: OptionsArg<'_>) -> PhpResult<Self> {
+        let url = convert::utf8(baseUrl.into()).map_err(|offset| {
+            super::errors::LoadCallError::InvalidOption {
+                key: "baseUrl".to_owned(),
+                expected: format!("is not valid UTF-8 (invalid byte at offset {offset})"),
+            }
+        })?;
+        let params = connect_params(url, options)?;
+        let remote = Remote::connect(params).map_err(engine::LoadError::from)?;
+        Ok(Self {
+            inner: Some(Backend::Remote(Box::new(remote))),
+            persistent: false,
         })
     }
 
@@ -132,9 +180,16 @@ impl Model {
         seed: i64,
         options: OptionsArg<'_>,
     ) -> PhpResult<Response> {
-        let model = self.open()?;
+        let backend = self.backend()?;
+        if let Backend::Remote(_) = backend {
+            local_only_options(&options)?;
+        }
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
-        Ok(model.chat(&prompt.messages, &params)?.into())
+        Ok(match backend {
+            Backend::Local(model) => model.chat(&prompt.messages, &params)?,
+            Backend::Remote(remote) => remote.chat(&prompt.messages, &params)?,
+        }
+        .into())
     }
 
     /// Complete `prompt` as plain text: no template, no reasoning split.
@@ -150,11 +205,18 @@ impl Model {
         addBos: bool,
         options: OptionsArg<'_>,
     ) -> PhpResult<String> {
-        let model = self.open()?;
+        let backend = self.backend()?;
+        if let Backend::Remote(_) = backend {
+            local_only_options(&options)?;
+        }
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         chat_only_options(&params)?;
-        Ok(model.raw(&prompt, addBos, &params)?.text)
+        Ok(match backend {
+            Backend::Local(model) => model.raw(&prompt, addBos, &params)?,
+            Backend::Remote(remote) => remote.raw(&prompt, addBos, &params)?,
+        }
+        .text)
     }
 
     /// Stream the reply to `prompt`: the arguments of `chat()`, and a
@@ -169,10 +231,19 @@ impl Model {
         seed: i64,
         options: OptionsArg<'_>,
     ) -> PhpResult<Stream> {
-        let model = self.open()?;
+        let backend = self.backend()?;
+        if let Backend::Remote(_) = backend {
+            local_only_options(&options)?;
+        }
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
-        let stream = model.stream_chat(&prompt.messages, params)?;
-        Ok(Stream::new(stream, true))
+        Ok(match backend {
+            Backend::Local(model) => {
+                Stream::new(model.stream_chat(&prompt.messages, params)?, true)
+            }
+            Backend::Remote(remote) => {
+                Stream::remote(remote.stream_chat(&prompt.messages, params)?, true)
+            }
+        })
     }
 
     /// Stream the plain-text completion of `prompt` (the arguments of
@@ -189,12 +260,19 @@ impl Model {
         addBos: bool,
         options: OptionsArg<'_>,
     ) -> PhpResult<Stream> {
-        let model = self.open()?;
+        let backend = self.backend()?;
+        if let Backend::Remote(_) = backend {
+            local_only_options(&options)?;
+        }
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         chat_only_options(&params)?;
-        let stream = model.stream_raw(&prompt, addBos, params)?;
-        Ok(Stream::new(stream, false))
+        Ok(match backend {
+            Backend::Local(model) => Stream::new(model.stream_raw(&prompt, addBos, params)?, false),
+            Backend::Remote(remote) => {
+                Stream::remote(remote.stream_raw(&prompt, addBos, params)?, false)
+            }
+        })
     }
 
     /// Generate replies to many prompts together, as parallel sequences of
@@ -252,23 +330,28 @@ impl Model {
 
     /// The embedding of `text` (a model loaded with `embedding`).
     pub fn embed(&self, text: Binary<u8>) -> PhpResult<Embedding> {
-        let model = self.open()?;
-        let text = embed_text(text.into(), "text")?;
-        let mut vectors = model
-            .embed_many(&[text], stop_check())
-            .map_err(|e| e.outside_list())?;
+        let backend = self.backend()?;
+        let texts = [embed_text(text.into(), "text")?];
+        let vectors = match backend {
+            Backend::Local(model) => model.embed_many(&texts, stop_check()),
+            Backend::Remote(remote) => remote.embed_many(&texts, stop_check()),
+        };
+        let mut vectors = vectors.map_err(|e| e.outside_list())?;
         Ok(Embedding::from(vectors.pop().unwrap_or_default()))
     }
 
     /// The embeddings of `texts` (a list of strings), in order, computed in
     /// as few batches as the context allows.
     pub fn embed_many(&self, texts: &ZendHashTable) -> PhpResult<Vec<Embedding>> {
-        let model = self.open()?;
+        let backend = self.backend()?;
         let texts = prompt_list(texts, "texts", "a string", |index, item| {
             convert::string_bytes(item)
                 .map(|bytes| embed_text(bytes.to_vec(), &format!("texts[{index}]")))
         })?;
-        let vectors = model.embed_many(&texts, stop_check())?;
+        let vectors = match backend {
+            Backend::Local(model) => model.embed_many(&texts, stop_check())?,
+            Backend::Remote(remote) => remote.embed_many(&texts, stop_check())?,
+        };
         Ok(vectors.into_iter().map(Embedding::from).collect())
     }
 
@@ -276,10 +359,12 @@ impl Model {
     /// is no longer kept by the process either; another object of this
     /// request that loaded the same model keeps working until it goes.
     pub fn close(&mut self) -> PhpResult<()> {
-        if self.inner.as_ref().is_some_and(|m| m.is_streaming()) {
-            return Err(CallError::from(engine::InferenceError::StreamInProgress).into());
+        if let Some(Backend::Local(model)) = &self.inner {
+            if model.is_streaming() {
+                return Err(CallError::from(engine::InferenceError::StreamInProgress).into());
+            }
         }
-        if let Some(model) = self.inner.take() {
+        if let Some(Backend::Local(model)) = self.inner.take() {
             if self.persistent {
                 persistent::forget(&model);
             }
@@ -298,25 +383,38 @@ impl Model {
     /// it, as text — the way `chat()` reads the text of messages.
     #[php(defaults(parseSpecial = true))]
     pub fn count_tokens(&self, text: Binary<u8>, parseSpecial: bool) -> PhpResult<i64> {
-        let model = self.open()?;
-        Ok(model.count_tokens(&self::text(text, "text")?, parseSpecial) as i64)
+        let text = self::text(text, "text")?;
+        Ok(match self.backend()? {
+            Backend::Local(model) => model.count_tokens(&text, parseSpecial),
+            Backend::Remote(remote) => remote.count_tokens(&text, parseSpecial)?,
+        } as i64)
     }
 
     /// The context length the model was trained for.
     pub fn context_length(&self) -> PhpResult<i64> {
-        Ok(i64::from(self.open()?.context_length()))
+        Ok(i64::from(match self.backend()? {
+            Backend::Local(model) => model.context_length(),
+            Backend::Remote(remote) => remote.context_length(),
+        }))
     }
 
     /// The chat template stored in the GGUF, or null.
     pub fn chat_template(&self) -> PhpResult<Option<String>> {
-        Ok(self.open()?.chat_template())
+        Ok(match self.backend()? {
+            Backend::Local(model) => model.chat_template(),
+            Backend::Remote(remote) => remote.chat_template(),
+        })
     }
 
     /// How `chat()` renders prompts: `'jinja'` (the GGUF's template, as
     /// Hugging Face renders it) or `'chatml'` (llama.cpp's built-in format,
     /// for a GGUF without a template).
     pub fn chat_template_kind(&self) -> PhpResult<String> {
-        Ok(self.open()?.chat_template_kind().to_owned())
+        Ok(match self.backend()? {
+            Backend::Local(model) => model.chat_template_kind(),
+            Backend::Remote(remote) => remote.chat_template_kind(),
+        }
+        .to_owned())
     }
 
     /// The text `chat()` gives the model for `prompt` with these options
@@ -325,8 +423,11 @@ impl Model {
     /// markup, which templates then see whole).
     #[php(defaults(options = OptionsArg::none()))]
     pub fn render_prompt(&self, prompt: &Prompt, options: OptionsArg<'_>) -> PhpResult<String> {
-        let model = self.open()?;
+        let backend = self.backend()?;
         let params = generate_params(1, 1, 0.0, 0, options)?;
-        Ok(model.render_prompt(&prompt.messages, &params)?)
+        Ok(match backend {
+            Backend::Local(model) => model.render_prompt(&prompt.messages, &params)?,
+            Backend::Remote(remote) => remote.render_prompt(&prompt.messages, &params)?,
+        })
     }
 }

@@ -1,6 +1,7 @@
 //! The `options` arrays of `Model::load()`, `chat()` and `raw()`: every key is
 //! known, every value has its type checked, and a mistake names the key.
 
+use crate::engine::remote::{ApiKey, ConnectParams, EngineKind};
 use std::time::{Duration, Instant};
 
 use ext_php_rs::types::{ArrayKey, Zval};
@@ -525,4 +526,105 @@ fn stop_strings(key: &str, value: &Zval) -> Result<Vec<String>, Problem> {
         ));
     }
     Ok(list)
+}
+
+/// The keys `Model::connect()` accepts.
+pub const CONNECT_KEYS: &[&str] = &[
+    "model",
+    "api_key",
+    "timeout",
+    "retries",
+    "engine",
+    "verify_tls",
+];
+
+/// The most `retries` may be: each waits twice as long as the one before.
+pub const MAX_RETRIES: i64 = 10;
+
+/// Read `Model::connect()` options for the server at `url`.
+pub fn connect_params(
+    url: String,
+    options: OptionsArg<'_>,
+) -> Result<ConnectParams, LoadCallError> {
+    let mut params = ConnectParams::new(url);
+    for (key, value) in options.entries(|i| Problem::integer_key(i, CONNECT_KEYS))? {
+        match key.as_str() {
+            "model" => {
+                params.model = Some(
+                    convert::string(value)
+                        .filter(|m| !m.is_empty())
+                        .ok_or_else(|| Problem::wrong(&key, "a non-empty string", value))?,
+                );
+            }
+            "api_key" => {
+                // The value is never echoed: not in errors, not in var_dump().
+                let key_text = convert::string(value).filter(|k| {
+                    !k.is_empty() && k.bytes().all(|b| b.is_ascii_graphic())
+                });
+                params.api_key = Some(ApiKey::new(key_text.ok_or_else(|| {
+                    Problem::new(
+                        &key,
+                        "must be a non-empty string of printable ASCII characters without spaces",
+                    )
+                })?));
+            }
+            "timeout" => {
+                let seconds = convert::finite_float(value)
+                    .filter(|s| *s > 0.0)
+                    .ok_or_else(|| Problem::wrong(&key, "a finite number of seconds > 0", value))?;
+                params.timeout = Duration::try_from_secs_f64(seconds)
+                    .map_err(|_| Problem::wrong(&key, "a finite number of seconds > 0", value))?;
+            }
+            "retries" => {
+                params.retries = convert::int(value)
+                    .filter(|n| (0..=MAX_RETRIES).contains(n))
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| {
+                        Problem::wrong(&key, &format!("an int from 0 to {MAX_RETRIES}"), value)
+                    })?;
+            }
+            "engine" => {
+                let names: Vec<&str> = EngineKind::ALL.iter().map(|(_, n)| *n).collect();
+                params.engine = Some(
+                    convert::string(value)
+                        .and_then(|name| EngineKind::from_name(&name))
+                        .ok_or_else(|| {
+                            Problem::wrong(&key, &format!("one of '{}'", names.join("', '")), value)
+                        })?,
+                );
+            }
+            "verify_tls" => params.verify_tls = flag(&key, value)?,
+            other if LOAD_KEYS.contains(&other) => {
+                return Err(Problem::new(
+                    other,
+                    "applies to Model::load(): a connected model is loaded and run by the server, with the server's own settings",
+                )
+                .into())
+            }
+            _ => return Err(Problem::unknown(&key, CONNECT_KEYS).into()),
+        }
+    }
+    Ok(params)
+}
+
+/// Options of `chat()` and its variants that only a model in this process
+/// can honour: refused for a connected model rather than ignored.
+pub fn local_only_options(options: &OptionsArg<'_>) -> Result<(), CallError> {
+    let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
+    for (key, _) in entries {
+        let why = match key.as_str() {
+            "cache_prompt" => "the server keeps its own prompt cache (llama-server reuses the common prefix of each slot)",
+            "max_reasoning_tokens" => "the server applies the grammar from the first token and cannot bound a thought",
+            "tools" | "tool_choice" => "tool calls are parsed from the model's own call format by the in-process engine",
+            _ => continue,
+        };
+        return Err(Problem::new(
+            &key,
+            format!(
+                "applies to models loaded in this process only, not to a connected model: {why}"
+            ),
+        )
+        .into());
+    }
+    Ok(())
 }

@@ -7,7 +7,40 @@ use ext_php_rs::zend::ce;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
 use super::response::Response;
-use crate::engine::{self, Piece};
+use crate::engine::remote::RemoteStream;
+use crate::engine::{self, Generation, InferenceResult, Piece};
+
+/// Where the pieces come from.
+#[derive(Debug)]
+enum Source {
+    /// The engine in this process.
+    Local(Box<engine::Stream>),
+    /// A server's event stream (`Model::connect()`).
+    Remote(Box<RemoteStream>),
+}
+
+impl Source {
+    fn next_piece(&mut self) -> InferenceResult<Option<Piece>> {
+        match self {
+            Source::Local(s) => s.next_piece(),
+            Source::Remote(s) => s.next_piece(),
+        }
+    }
+
+    fn finish(&mut self) -> InferenceResult<&Generation> {
+        match self {
+            Source::Local(s) => s.finish(),
+            Source::Remote(s) => s.finish(),
+        }
+    }
+
+    fn cancel(&mut self) {
+        match self {
+            Source::Local(s) => s.cancel(),
+            Source::Remote(s) => s.cancel(),
+        }
+    }
+}
 
 /// A generation in progress: iterating it generates the next piece.
 #[php_class]
@@ -16,7 +49,7 @@ use crate::engine::{self, Piece};
 #[php(flags = ClassFlags::Final.union(ClassFlags::NotSerializable))]
 #[derive(Debug)]
 pub struct Stream {
-    inner: engine::Stream,
+    inner: Source,
     /// From `stream()`: the result is a chat response (reasoning split).
     chat: bool,
     /// The piece the iteration is at.
@@ -29,6 +62,15 @@ pub struct Stream {
 
 impl Stream {
     pub fn new(inner: engine::Stream, chat: bool) -> Self {
+        Self::of(Source::Local(Box::new(inner)), chat)
+    }
+
+    /// A stream of a connected model's reply.
+    pub fn remote(inner: RemoteStream, chat: bool) -> Self {
+        Self::of(Source::Remote(Box::new(inner)), chat)
+    }
+
+    fn of(inner: Source, chat: bool) -> Self {
         Self {
             inner,
             chat,
@@ -44,7 +86,7 @@ impl Stream {
         Ok(())
     }
 
-    fn generation(&mut self) -> Result<&engine::Generation, CallError> {
+    fn generation(&mut self) -> Result<&Generation, CallError> {
         Ok(self.inner.finish()?)
     }
 }

@@ -1,0 +1,90 @@
+<?php
+
+/**
+ * A misbehaving HTTP server for the fault-injection tests of
+ * Model::connect(): it answers GET /props, GET /v1/models and POST /tokenize
+ * as llama-server does (so connect() and the prompt's tokenization work) and
+ * then fails POST /completion the way MODE says:
+ *   hang       accept the request and never answer
+ *   garbage    200 with an event that is not JSON
+ *   error500   HTTP 500 with llama-server's error body
+ *   truncated  two events, then close without the final one
+ *   busy503    HTTP 503 to the first completion, then a normal reply
+ *   html       GET /props answers an HTML page (not a serving engine)
+ * Usage: php fake-server.php PORT MODE [DELAY_MS]; it listens after
+ * DELAY_MS (to test retries of a refused connection).
+ */
+
+declare(strict_types=1);
+
+[$_, $port, $mode] = $argv;
+$delay = (int) ($argv[3] ?? 0);
+usleep($delay * 1000);
+$server = stream_socket_server("tcp://127.0.0.1:$port", $errno, $errstr);
+if ($server === false) {
+    fwrite(STDERR, "listen: $errstr\n");
+    exit(1);
+}
+
+$props = json_encode([
+    'default_generation_settings' => ['n_ctx' => 2048, 'params' => []],
+    'total_slots' => 1,
+    'chat_template' => "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n",
+    'bos_token' => '<|im_start|>',
+    'eos_token' => '<|im_end|>',
+]);
+$models = json_encode(['object' => 'list', 'data' => [
+    ['id' => 'fake.gguf', 'object' => 'model', 'owned_by' => 'llamacpp', 'meta' => ['n_ctx_train' => 8192]],
+]]);
+$completions = 0;
+$held = [];
+
+function respond($conn, int $status, string $body, string $type = 'application/json'): void
+{
+    $reason = [200 => 'OK', 404 => 'Not Found', 500 => 'Internal Server Error', 503 => 'Service Unavailable'][$status] ?? 'Status';
+    fwrite($conn, "HTTP/1.1 $status $reason\r\nContent-Type: $type\r\nContent-Length: " . strlen($body)
+        . "\r\nConnection: close\r\n\r\n$body");
+    fclose($conn);
+}
+
+function events($conn, string $events, bool $close = true): void
+{
+    fwrite($conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n$events");
+    fflush($conn);
+    if ($close) {
+        fclose($conn);
+    }
+}
+
+while ($conn = @stream_socket_accept($server, -1)) {
+    $head = '';
+    while (!str_contains($head, "\r\n\r\n") && ($line = fgets($conn)) !== false) {
+        $head .= $line;
+    }
+    [$method, $path] = explode(' ', $head) + [1 => '/'];
+    $length = preg_match('/content-length: *(\d+)/i', $head, $m) ? (int) $m[1] : 0;
+    $body = $length > 0 ? stream_get_contents($conn, $length) : '';
+    if ($path === '/props' && $mode === 'html') {
+        respond($conn, 200, '<html><body>It works!</body></html>', 'text/html');
+    } elseif ($path === '/props') {
+        respond($conn, 200, $props);
+    } elseif ($path === '/v1/models') {
+        respond($conn, 200, $models);
+    } elseif ($path === '/tokenize') {
+        respond($conn, 200, '{"tokens":[1,2,3]}');
+    } elseif ($path === '/completion') {
+        $completions++;
+        match ($mode) {
+            'hang' => $held[] = $conn,
+            'garbage' => events($conn, "data: this is not JSON\n\n"),
+            'error500' => respond($conn, 500, '{"error":{"code":500,"message":"the slot crashed","type":"server_error"}}'),
+            'truncated' => events($conn, "data: {\"content\":\"Hel\",\"stop\":false}\n\ndata: {\"content\":\"lo\",\"stop\":false}\n\n"),
+            'busy503' => $completions === 1
+                ? respond($conn, 503, '{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}')
+                : events($conn, "data: {\"content\":\"ok\",\"stop\":false}\n\ndata: {\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\",\"tokens_predicted\":2,\"tokens_evaluated\":3}\n\n"),
+            default => respond($conn, 404, '{"error":{"message":"unknown mode"}}'),
+        };
+    } else {
+        respond($conn, 404, '{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}');
+    }
+}
