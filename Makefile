@@ -22,6 +22,10 @@ export INFER_GEMMA_MODEL
 # (built by scripts/build-llama-server.sh from the llama.cpp the extension links).
 INFER_LLAMA_SERVER ?= $(CURDIR)/target/llama-server/bin/llama-server
 export INFER_LLAMA_SERVER
+# xgrammar (vLLM's and SGLang's grammar engine), the judge of the grammars
+# Model::connect() sends them (tests/xgrammar_dialect.rs).
+INFER_XGRAMMAR_PYTHON ?= $(CURDIR)/target/xgrammar-venv/bin/python
+export INFER_XGRAMMAR_PYTHON
 EXT := $(CURDIR)/target/release/libinfer.so
 # The tests (Rust and PHP) read both paths from here.
 INFER_EXTENSION := $(EXT)
@@ -30,7 +34,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model embedding-model qwen-model gemma-model llama-server test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning
+.PHONY: demo test deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -55,7 +59,10 @@ qwen-model:
 gemma-model:
 	@bash scripts/fetch-model.sh gemma $(GEMMA_MODEL_FILE)
 
-test-rust: deps model qwen-model
+xgrammar:
+	@bash scripts/xgrammar-venv.sh >/dev/null
+
+test-rust: deps model qwen-model xgrammar
 	# One test at a time: tests that run the model each start llama.cpp threads,
 	# and oversubscribed cores make its spinning barriers crawl.
 	cargo test --release $(CORE) -- --test-threads=1

@@ -23,6 +23,8 @@ pub mod http;
 mod llama_server;
 mod openai;
 pub mod stream;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 

@@ -324,9 +324,10 @@ pub fn finish_reason(ending: &Ending) -> Result<FinishReason, EndError> {
             FinishReason::Eos
         }),
         "length" => Ok(FinishReason::Length),
-        "abort" => Err(EndError::Aborted(
-            "the server aborted the request".to_owned(),
-        )),
+        "abort" | "error" => Err(EndError::Aborted(format!(
+            "the server ended the request with finish_reason \"{}\"",
+            ending.reason
+        ))),
         other => Err(EndError::Unknown(format!("a finish_reason of \"{other}\""))),
     }
 }

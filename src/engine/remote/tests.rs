@@ -1,0 +1,363 @@
+//! vLLM and SGLang, which cannot run here, through recorded answers
+//! (tests/fixtures/remote, written after each engine's server source and
+//! documentation) served from a loopback socket: what `Remote` sends (the
+//! grammar in the field each engine reads, in the plain form xgrammar
+//! reads, the sampling fields), and how it reads their streams, finish
+//! reasons, usage figures and errors.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value as Json};
+
+use super::*;
+use crate::engine::chat::Role;
+use crate::engine::generate::FinishReason;
+use crate::engine::params::Constraint;
+use crate::grammar::CheckedGbnf;
+
+macro_rules! fixture {
+    ($name:literal) => {
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/remote/",
+            $name
+        ))
+    };
+}
+
+/// One canned answer: status, content type, body.
+type Answer = (u16, &'static str, &'static str);
+
+/// A server answering each path with its canned answer (404 otherwise),
+/// recording every request's method, path and body.
+struct Canned {
+    url: String,
+    requests: Arc<Mutex<Vec<(String, String, String)>>>,
+}
+
+impl Canned {
+    fn start(routes: Vec<(&'static str, Answer)>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&requests);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut head = String::new();
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let mut words = head.split_whitespace();
+                let method = words.next().unwrap_or_default().to_owned();
+                let path = words.next().unwrap_or_default().to_owned();
+                let answer = routes
+                    .iter()
+                    .find(|(p, _)| *p == path)
+                    .map(|(_, a)| *a)
+                    .unwrap_or((404, "application/json", r#"{"detail":"Not Found"}"#));
+                seen.lock().unwrap().push((
+                    method,
+                    path,
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+                let (status, kind, text) = answer;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+            }
+        });
+        Self { url, requests }
+    }
+
+    /// The JSON body of the last request to `path`.
+    fn body(&self, path: &str) -> Json {
+        let requests = self.requests.lock().unwrap();
+        let (_, _, body) = requests
+            .iter()
+            .rev()
+            .find(|(_, p, _)| p == path)
+            .unwrap_or_else(|| panic!("no request to {path}"));
+        serde_json::from_str(body).unwrap()
+    }
+
+    fn paths(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(m, p, _)| format!("{m} {p}"))
+            .collect()
+    }
+}
+
+const JSON: &str = "application/json";
+const EVENTS: &str = "text/event-stream";
+
+fn vllm(chat: &'static str) -> Canned {
+    Canned::start(vec![
+        ("/v1/models", (200, JSON, fixture!("vllm-models.json"))),
+        ("/v1/chat/completions", (200, EVENTS, chat)),
+        (
+            "/v1/completions",
+            (200, EVENTS, fixture!("vllm-completion-stream.txt")),
+        ),
+        ("/tokenize", (200, JSON, fixture!("vllm-tokenize.json"))),
+        (
+            "/v1/embeddings",
+            (200, JSON, fixture!("vllm-embeddings.json")),
+        ),
+    ])
+}
+
+fn sglang(chat: &'static str) -> Canned {
+    Canned::start(vec![
+        ("/v1/models", (200, JSON, fixture!("sglang-models.json"))),
+        ("/v1/chat/completions", (200, EVENTS, chat)),
+    ])
+}
+
+fn person() -> GenerateParams {
+    let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+    GenerateParams {
+        constraint: Some(Constraint::Grammar(
+            crate::schema::compile(&schema).unwrap().gbnf,
+        )),
+        ..GenerateParams::default()
+    }
+}
+
+fn messages() -> Vec<Message> {
+    vec![
+        Message::new(Role::System, "Extract the data."),
+        Message::new(Role::User, "Maria is 31."),
+    ]
+}
+
+#[test]
+fn vllm_is_detected_and_gets_the_grammar_in_structured_outputs() {
+    let server = vllm(fixture!("vllm-chat-stream.txt"));
+    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+    assert_eq!(remote.engine(), EngineKind::Vllm);
+    assert_eq!(remote.model_name(), "Qwen/Qwen2.5-7B-Instruct");
+    assert_eq!(remote.context_length(), 32768);
+    assert_eq!(remote.chat_template(), None);
+    let params = person();
+    let generation = remote.chat(&messages(), &params).unwrap();
+    assert_eq!(generation.text, r#"{"name": "Maria"}"#);
+    assert_eq!(generation.finish, FinishReason::Eos);
+    assert_eq!(
+        (generation.tokens_generated, generation.prompt_tokens),
+        (7, 31)
+    );
+
+    let body = server.body("/v1/chat/completions");
+    let Some(Constraint::Grammar(gbnf)) = &params.constraint else {
+        unreachable!()
+    };
+    let plain = crate::grammar::check::plain_bnf(gbnf.as_str()).unwrap();
+    assert_eq!(body["structured_outputs"], json!({"grammar": plain}));
+    assert!(body.get("guided_grammar").is_none() && body.get("ebnf").is_none());
+    assert_eq!(body["model"], json!("Qwen/Qwen2.5-7B-Instruct"));
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "system", "content": "Extract the data."}, {"role": "user", "content": "Maria is 31."}])
+    );
+    assert_eq!(body["stream"], json!(true));
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(
+        (body["max_tokens"].clone(), body["temperature"].clone()),
+        (json!(128), json!(0.0))
+    );
+    // Greedy: the filters play no part, so none is sent.
+    assert!(body.get("top_k").is_none() && body.get("top_p").is_none());
+    assert_eq!(
+        server.paths()[..3],
+        ["GET /props", "GET /v1/models", "GET /v1/models"].map(String::from)
+    );
+}
+
+#[test]
+fn sglang_gets_ebnf_and_its_matched_stop_is_read() {
+    let server = sglang(fixture!("sglang-chat-stream.txt"));
+    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+    assert_eq!(remote.engine(), EngineKind::Sglang);
+    assert_eq!(remote.context_length(), 131072);
+    let params = GenerateParams {
+        stop: vec![" four".into()],
+        temperature: 0.7,
+        top_k: 0,
+        constraint: Some(Constraint::Grammar(
+            CheckedGbnf::new("root ::= [a-z ,]+").unwrap(),
+        )),
+        ..GenerateParams::default()
+    };
+    let generation = remote.chat(&messages(), &params).unwrap();
+    assert_eq!(generation.text, "one, two, three,");
+    assert_eq!(generation.finish, FinishReason::Stop);
+    assert_eq!(
+        (generation.tokens_generated, generation.prompt_tokens),
+        (5, 42)
+    );
+    let body = server.body("/v1/chat/completions");
+    let plain = crate::grammar::check::plain_bnf("root ::= [a-z ,]+").unwrap();
+    assert_eq!(body["ebnf"], json!(plain));
+    assert!(body.get("structured_outputs").is_none());
+    assert_eq!(body["stop"], json!([" four"]));
+    // SGLang refuses top_k 0; -1 is its "off".
+    assert_eq!(body["top_k"], json!(-1));
+
+    let eos = sglang(fixture!("sglang-chat-eos-stream.txt"));
+    let remote = Remote::connect(ConnectParams::new(&eos.url)).unwrap();
+    let generation = remote
+        .chat(&messages(), &GenerateParams::default())
+        .unwrap();
+    // matched_stop holds the EOS token's id: the end of generation.
+    assert_eq!(
+        (generation.text.as_str(), generation.finish),
+        ("yes", FinishReason::Eos)
+    );
+}
+
+#[test]
+fn completions_tokens_and_embeddings_of_vllm() {
+    let server = vllm(fixture!("vllm-chat-stream.txt"));
+    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+    let generation = remote
+        .raw(
+            "Once",
+            false,
+            &GenerateParams {
+                max_tokens: 2,
+                ..GenerateParams::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        (generation.text.as_str(), generation.finish),
+        (" upon a", FinishReason::Length)
+    );
+    let body = server.body("/v1/completions");
+    assert_eq!(
+        (body["prompt"].clone(), body["add_special_tokens"].clone()),
+        (json!("Once"), json!(false))
+    );
+    assert_eq!(remote.count_tokens("Hello world!", true).unwrap(), 3);
+    assert_eq!(
+        server.body("/tokenize"),
+        json!({"model": "Qwen/Qwen2.5-7B-Instruct", "prompt": "Hello world!", "add_special_tokens": false})
+    );
+    assert!(matches!(
+        remote.count_tokens("x", false),
+        Err(InferenceError::Remote(RemoteError::Unsupported { .. }))
+    ));
+    let vectors = remote
+        .embed_many(&["a".into(), "b".into()], StopCheck::default())
+        .unwrap();
+    assert_eq!(vectors, vec![vec![1.0, 0.0], vec![0.25, -0.5]]);
+}
+
+#[test]
+fn what_an_engine_cannot_do_is_refused_before_any_request() {
+    let server = sglang(fixture!("sglang-chat-stream.txt"));
+    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+    let before = server.paths().len();
+    assert!(matches!(
+        remote.stream_raw("x", false, GenerateParams::default()),
+        Err(InferenceError::Remote(RemoteError::Unsupported { .. }))
+    ));
+    let tokens = GenerateParams {
+        constraint: Some(Constraint::Grammar(
+            CheckedGbnf::new("root ::= <[12]>").unwrap(),
+        )),
+        ..GenerateParams::default()
+    };
+    let Err(InferenceError::Remote(RemoteError::Dialect { engine, detail })) =
+        remote.chat(&messages(), &tokens)
+    else {
+        panic!("a token item was sent")
+    };
+    assert_eq!(engine, "sglang");
+    assert!(detail.contains("token items"), "{detail}");
+    assert!(matches!(
+        remote.chat(
+            &messages(),
+            &GenerateParams {
+                n_ctx: 200_000,
+                ..GenerateParams::default()
+            }
+        ),
+        Err(InferenceError::Remote(RemoteError::ContextTooLarge {
+            n_ctx: 200_000,
+            server: 131072
+        }))
+    ));
+    assert!(matches!(
+        remote.render_prompt(&messages(), &GenerateParams::default()),
+        Err(InferenceError::Remote(RemoteError::Unsupported { .. }))
+    ));
+    assert_eq!(server.paths().len(), before);
+}
+
+#[test]
+fn error_bodies_of_both_engines_give_their_message() {
+    for (models, error, message) in [
+        (
+            fixture!("vllm-models.json"),
+            fixture!("vllm-error.json"),
+            "maximum context length is 32768",
+        ),
+        (
+            fixture!("sglang-models.json"),
+            fixture!("sglang-error.json"),
+            "Only one of regex, json_schema, or ebnf",
+        ),
+    ] {
+        let server = Canned::start(vec![
+            ("/v1/models", (200, JSON, models)),
+            ("/v1/chat/completions", (400, JSON, error)),
+        ]);
+        let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+        let Err(InferenceError::Remote(RemoteError::Status {
+            status,
+            message: got,
+            ..
+        })) = remote.chat(&messages(), &GenerateParams::default())
+        else {
+            panic!("no status error")
+        };
+        assert_eq!(status, 400);
+        assert!(got.contains(message), "{got}");
+    }
+}
+
+#[test]
+fn a_stream_without_its_ending_is_truncated() {
+    let server = vllm("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n");
+    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+    assert!(matches!(
+        remote.chat(&messages(), &GenerateParams::default()),
+        Err(InferenceError::Remote(RemoteError::Truncated { .. }))
+    ));
+    let done_early = vllm("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"},\"finish_reason\":null}]}\n\ndata: [DONE]\n\n");
+    let remote = Remote::connect(ConnectParams::new(&done_early.url)).unwrap();
+    assert!(matches!(
+        remote.chat(&messages(), &GenerateParams::default()),
+        Err(InferenceError::Remote(RemoteError::Truncated { .. }))
+    ));
+}
