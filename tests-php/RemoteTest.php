@@ -304,4 +304,27 @@ final class RemoteTest extends InferTestCase
         $closed = 'http://127.0.0.1:' . free_port();
         $this->assertThrows(ModelLoadException::class, "cannot reach the server at $closed", fn () => Model::connect($closed, ['retries' => 0]));
     }
+
+    public function testEmbeddingsAreTheInProcessVectors(): void
+    {
+        $server = new LlamaServer(EmbeddingModel::path(), ['-c', '512', '--embeddings', '--pooling', 'mean']);
+        try {
+            $remote = Model::connect($server->url);
+            $local = Model::load(EmbeddingModel::path(), ['embedding' => true, 'pooling' => 'mean']);
+            $texts = ['The cat sat on the mat.', 'A feline rested on the rug.', 'Stock markets fell sharply today.'];
+            $near = $remote->embedMany($texts);
+            $this->assertCount(3, $near);
+            foreach ($local->embedMany($texts) as $i => $expected) {
+                $this->assertSame($expected->dimensions(), $near[$i]->dimensions());
+                $this->assertGreaterThan(0.9999, $expected->cosineSimilarity($near[$i]), $texts[$i]);
+                // Not normalised by the server: the same length as in process.
+                $this->assertEqualsWithDelta($expected->norm(), $near[$i]->norm(), 1e-3 * $expected->norm());
+            }
+            $this->assertGreaterThan(0.9999, $local->embed('hello')->cosineSimilarity($remote->embed('hello')));
+            $this->assertThrows(InferenceException::class, 'text is empty', fn () => $remote->embed(''));
+            $this->assertThrows(InferenceException::class, 'texts[1]: text is empty', fn () => $remote->embedMany(['a', '']));
+        } finally {
+            $server->stop();
+        }
+    }
 }
