@@ -81,8 +81,8 @@ final class Model
      * - every reply is streamed from the server, so `timeout` (generation option), max_execution_time and
      *   Stream::cancel() stop it between two tokens and close the connection.
      * Options that only a loaded model can honour (cache_prompt, max_reasoning_tokens, tools, tool_choice)
-     * throw; nCtx is checked against the server's context; chatMany()/rawMany() throw (send concurrent
-     * requests from several workers instead: the server batches them).
+     * throw; nCtx is checked against the server's context; chatMany()/rawMany() send their prompts as concurrent
+     * requests (at most `parallel` at a time), which the server batches.
      *
      * @param string $baseUrl http://host:port or https://host:port (no path beyond the server's root)
      * @param array{model?: string, api_key?: string, timeout?: float|int, retries?: int, engine?: string, verify_tls?: bool} $options

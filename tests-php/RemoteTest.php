@@ -128,6 +128,29 @@ final class RemoteTest extends InferTestCase
         );
     }
 
+    public function testChatManySendsConcurrentRequestsWithTheSameReplies(): void
+    {
+        $prompts = [
+            Prompt::user('Name a fruit.'),
+            Prompt::system('Extract the data. Output JSON only.')->withUser('Ana is 40 and lives in Porto.'),
+            Prompt::user('What is two plus two?'),
+        ];
+        $options = ['schema' => ['anyOf' => [['type' => 'string'], self::PERSON]]];
+        $many = self::remote()->chatMany($prompts, maxTokens: 48, options: $options + ['parallel' => 2]);
+        $this->assertCount(3, $many);
+        foreach ($prompts as $i => $prompt) {
+            $alone = self::model()->chat($prompt, maxTokens: 48, options: $options + ['cache_prompt' => false]);
+            $this->assertSame($alone->text(), $many[$i]->text(), "prompt $i");
+            $this->assertSame($alone->finishReason(), $many[$i]->finishReason(), "prompt $i");
+        }
+        $raw = self::remote()->rawMany(['Roses are', 'The sun rises in the'], maxTokens: 12);
+        $this->assertSame([
+            self::model()->raw('Roses are', maxTokens: 12, options: ['cache_prompt' => false]),
+            self::model()->raw('The sun rises in the', maxTokens: 12, options: ['cache_prompt' => false]),
+        ], $raw);
+        $this->assertThrows(InferenceException::class, 'prompt 1 is', fn () => self::remote()->chatMany([Prompt::user('Hi'), Prompt::user(str_repeat('word ', 50))], nCtx: 40));
+    }
+
     public function testSampledOutputsStayInsideTheSchema(): void
     {
         $colors = ['red', 'green', 'blue'];
@@ -217,7 +240,7 @@ final class RemoteTest extends InferTestCase
         }
         $tools = [['name' => 'f', 'parameters' => ['type' => 'object', 'properties' => []]]];
         $this->assertThrows(InferenceException::class, 'option "tools" applies to models loaded in this process only', fn () => self::remote()->chat($p, options: ['tools' => $tools]));
-        $this->assertThrows(InferenceException::class, 'served by llama-server (Model::connect())', fn () => self::remote()->chatMany([$p]));
+        $this->assertThrows(InferenceException::class, 'option "cache_prompt" applies to models loaded in this process only', fn () => self::remote()->chatMany([$p], options: ['cache_prompt' => true]));
         $this->assertThrows(InferenceException::class, 'nCtx = 8192 exceeds the context of the server\'s slots (4096)', fn () => self::remote()->chat($p, nCtx: 8192));
         $this->assertThrows(InferenceException::class, 'does not fit in nCtx = 8', fn () => self::remote()->chat(Prompt::user('A prompt that is longer than eight tokens.'), nCtx: 8));
         $this->assertThrows(InferenceException::class, 'prompt is empty', fn () => self::remote()->raw('', addBos: false));

@@ -73,8 +73,6 @@ pub enum CallError {
     NulByte { what: String, offset: usize },
     #[error("a Stream is iterated once: this one is past its first piece already; its response() holds the whole result")]
     IteratedTwice,
-    #[error("this call runs in this process only, and the model is served by {engine} (Model::connect()): load the GGUF with Model::load() for it")]
-    NotRemote { engine: &'static str },
     #[error("{}", engine_message(.0))]
     Engine(#[from] InferenceError),
 }

@@ -55,16 +55,6 @@ impl Model {
     fn backend(&self) -> Result<&Backend, CallError> {
         self.inner.as_ref().ok_or(CallError::Closed)
     }
-
-    /// The model in this process, for the calls only it can make.
-    fn open(&self) -> Result<&Rc<engine::Model>, CallError> {
-        match self.backend()? {
-            Backend::Local(model) => Ok(model),
-            Backend::Remote(remote) => Err(CallError::NotRemote {
-                engine: remote.engine().name(),
-            }),
-        }
-    }
 }
 
 /// The items of the `prompts` list of `chatMany()` / `rawMany()`, each read
@@ -287,7 +277,10 @@ impl Model {
         seed: i64,
         options: OptionsArg<'_>,
     ) -> PhpResult<Vec<Response>> {
-        let model = self.open()?;
+        let backend = self.backend()?;
+        if let Backend::Remote(_) = backend {
+            local_only_options(&options)?;
+        }
         let transcripts = prompt_list(
             prompts,
             "prompts",
@@ -295,7 +288,10 @@ impl Model {
             |_, item| <&Prompt>::from_zval(item.dereference()).map(|p| Ok(p.messages.clone())),
         )?;
         let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
-        let generations = model.chat_many(&transcripts, &params, parallel)?;
+        let generations = match backend {
+            Backend::Local(model) => model.chat_many(&transcripts, &params, parallel)?,
+            Backend::Remote(remote) => remote.chat_many(&transcripts, &params, parallel)?,
+        };
         Ok(generations.into_iter().map(Response::from).collect())
     }
 
@@ -312,7 +308,10 @@ impl Model {
         addBos: bool,
         options: OptionsArg<'_>,
     ) -> PhpResult<Vec<String>> {
-        let model = self.open()?;
+        let backend = self.backend()?;
+        if let Backend::Remote(_) = backend {
+            local_only_options(&options)?;
+        }
         let texts = prompt_list(prompts, "prompts", "a string", |index, item| {
             convert::string_bytes(item).map(|bytes| {
                 convert::utf8(bytes.to_vec()).map_err(|offset| CallError::ElementNotUtf8 {
@@ -324,7 +323,10 @@ impl Model {
         })?;
         let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
         chat_only_options(&params)?;
-        let generations = model.raw_many(&texts, addBos, &params, parallel)?;
+        let generations = match backend {
+            Backend::Local(model) => model.raw_many(&texts, addBos, &params, parallel)?,
+            Backend::Remote(remote) => remote.raw_many(&texts, addBos, &params, parallel)?,
+        };
         Ok(generations.into_iter().map(|g| g.text).collect())
     }
 

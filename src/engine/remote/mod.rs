@@ -329,6 +329,98 @@ impl Remote {
         }
     }
 
+    /// The replies to many conversations, as concurrent requests (at most
+    /// `parallel` at a time): the server batches them. In the order of
+    /// `prompts`; the first failure is the call's, naming its prompt.
+    pub fn chat_many(
+        &self,
+        prompts: &[Vec<Message>],
+        params: &GenerateParams,
+        parallel: u32,
+    ) -> InferenceResult<Vec<super::Generation>> {
+        self.many(prompts.len(), parallel, params, |i, params| {
+            self.stream_chat(&prompts[i], params)
+        })
+    }
+
+    /// The completions of many plain-text prompts (see `chat_many`).
+    pub fn raw_many(
+        &self,
+        prompts: &[String],
+        add_bos: bool,
+        params: &GenerateParams,
+        parallel: u32,
+    ) -> InferenceResult<Vec<super::Generation>> {
+        self.many(prompts.len(), parallel, params, |i, params| {
+            self.stream_raw(&prompts[i], add_bos, params)
+        })
+    }
+
+    /// Run `count` generations started by `start`, `parallel` threads each
+    /// taking the next one. The threads check the deadline between events;
+    /// the caller's interrupt (PHP's time limit) is read on this thread only,
+    /// so they do without it.
+    fn many(
+        &self,
+        count: usize,
+        parallel: u32,
+        params: &GenerateParams,
+        start: impl Fn(usize, GenerateParams) -> InferenceResult<RemoteStream> + Sync,
+    ) -> InferenceResult<Vec<super::Generation>> {
+        if count == 0 {
+            return Err(InferenceError::NoPrompts);
+        }
+        let mut shared = params.clone();
+        shared.stop_check.interrupt = None;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<std::sync::Mutex<Option<InferenceResult<super::Generation>>>> =
+            (0..count).map(|_| std::sync::Mutex::new(None)).collect();
+        let workers = (parallel.max(1) as usize).min(count);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= count {
+                        break;
+                    }
+                    let result = start(i, shared.clone())
+                        .and_then(RemoteStream::into_generation)
+                        .map_err(|e| e.in_prompt(i));
+                    let failed = result.is_err();
+                    if let Ok(mut slot) = results[i].lock() {
+                        *slot = Some(result);
+                    }
+                    if failed {
+                        // The others need not start.
+                        next.store(count, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        let mut generations = Vec::with_capacity(count);
+        let mut first_error = None;
+        for (i, slot) in results.into_iter().enumerate() {
+            match slot.into_inner().ok().flatten() {
+                Some(Ok(g)) => generations.push(g),
+                Some(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                None => {
+                    first_error.get_or_insert(
+                        InferenceError::DecodeFailed {
+                            detail: "not started after an earlier prompt failed".to_owned(),
+                        }
+                        .in_prompt(i),
+                    );
+                }
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(generations),
+        }
+    }
+
     /// The embeddings of `texts`, in order.
     pub fn embed_many(&self, texts: &[String], _stop: StopCheck) -> InferenceResult<Vec<Vec<f32>>> {
         if let Some(index) = texts.iter().position(String::is_empty) {
