@@ -317,6 +317,12 @@ final class RemoteTest extends InferTestCase
         $this->assertThrows(ModelLoadException::class, 'cannot tell which serving engine answers', fn () => Model::connect($this->fake('html')));
     }
 
+    public function testTlsFailureIsNamed(): void
+    {
+        $url = str_replace('http://', 'https://', $this->fake('garbage'));
+        $this->assertThrows(ModelLoadException::class, "TLS failure talking to $url", fn () => Model::connect($url, ['retries' => 0]));
+    }
+
     public function testUnavailableAndRefusedAreRetried(): void
     {
         $this->assertSame('ok', Model::connect($this->fake('busy503'))->raw('Hi'));

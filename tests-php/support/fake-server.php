@@ -57,7 +57,15 @@ function events($conn, string $events, bool $close = true): void
 }
 
 while ($conn = @stream_socket_accept($server, -1)) {
-    $head = '';
+    // A TLS client's first byte is a handshake record (0x16): this server
+    // speaks plain HTTP only, and answers it in plain text.
+    $first = fread($conn, 1);
+    if ($first === "\x16") {
+        fwrite($conn, "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+        fclose($conn);
+        continue;
+    }
+    $head = (string) $first;
     while (!str_contains($head, "\r\n\r\n") && ($line = fgets($conn)) !== false) {
         $head .= $line;
     }

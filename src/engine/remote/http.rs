@@ -293,6 +293,16 @@ impl Http {
                     seconds: self.config.timeout.as_secs_f64(),
                 }
             }
+            // rustls reports a failed handshake through the socket's error.
+            ureq::Error::Io(e)
+                if e.kind() == std::io::ErrorKind::InvalidData
+                    && self.config.base.to_ascii_lowercase().starts_with("https:") =>
+            {
+                RemoteError::Tls {
+                    url,
+                    detail: e.to_string(),
+                }
+            }
             ureq::Error::HostNotFound => RemoteError::Unreachable {
                 url,
                 detail: "host not found".to_owned(),
