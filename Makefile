@@ -34,7 +34,7 @@ export INFER_EXTENSION
 CORE := --no-default-features --features engine
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning
+.PHONY: demo test deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -83,7 +83,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -153,3 +153,9 @@ bench-reasoning: build model
 bench-embed: build model embedding-model
 	bash bench/build-llama-tools.sh
 	$(PHP_WITH_EXT) bench/embeddings.php $(INFER_EMBEDDING_MODEL) $(dir $(INFER_EMBEDDING_MODEL))minilm-rank-test.F16.gguf $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
+
+# Issue 15: Model::connect() to a local llama-server against in-process:
+# overhead per call (extraction example), and aggregate tokens/s of 1-8
+# concurrent clients (server slots vs in-process workers on the same cores).
+bench-remote: build model llama-server
+	$(PHP_WITH_EXT) bench/remote.php $(INFER_MODEL) $(INFER_LLAMA_SERVER)

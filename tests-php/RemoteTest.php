@@ -265,6 +265,10 @@ final class RemoteTest extends InferTestCase
         $this->assertThrows(ModelLoadException::class, 'option "timeout" must be a finite number of seconds > 0', fn () => Model::connect($url, ['timeout' => 0]));
         $this->assertThrows(ModelLoadException::class, 'invalid server URL "ftp://127.0.0.1": only http and https are supported', fn () => Model::connect('ftp://127.0.0.1'));
         $this->assertThrows(ModelLoadException::class, 'serves no model named "gpt-5"', fn () => Model::connect($url, ['model' => 'gpt-5']));
+        $this->assertThrows(ModelLoadException::class, 'option "model" must be a non-empty string', fn () => Model::connect($url, ['model' => '']));
+        $this->assertThrows(ModelLoadException::class, 'option "api_key" must be a non-empty string of printable ASCII characters without spaces', fn () => Model::connect($url, ['api_key' => "key\n"]));
+        $this->assertThrows(ModelLoadException::class, 'option "verify_tls" must be a bool', fn () => Model::connect($url, ['verify_tls' => 'no']));
+        $this->assertThrows(ModelLoadException::class, 'option "baseUrl" is not valid UTF-8 (invalid byte at offset 7)', fn () => Model::connect("http://\xff"));
         $named = Model::connect($url, ['model' => self::modelPath(), 'engine' => 'llama-server']);
         $this->assertSame(self::model()->contextLength(), $named->contextLength());
     }

@@ -46,11 +46,6 @@ pub enum RemoteError {
     WhichModel { url: String, available: String },
     #[error("the server at {url} serves no model")]
     NoModel { url: String },
-    #[error("option \"{key}\" applies to models loaded in this process only: {why}")]
-    LocalOnly {
-        key: &'static str,
-        why: &'static str,
-    },
     #[error("nCtx = {n_ctx} exceeds the context of the server's slots ({server}); lower nCtx or start the server with a larger context")]
     ContextTooLarge { n_ctx: u32, server: u32 },
     #[error("{engine} cannot express the grammar exactly: {detail}; nothing was sent")]

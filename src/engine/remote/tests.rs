@@ -361,3 +361,67 @@ fn a_stream_without_its_ending_is_truncated() {
         Err(InferenceError::Remote(RemoteError::Truncated { .. }))
     ));
 }
+
+#[test]
+fn errors_reported_mid_stream_and_aborted_requests_are_errors() {
+    let server = vllm("data: {\"error\":{\"message\":\"CUDA out of memory\",\"type\":\"InternalServerError\",\"code\":500}}\n\ndata: [DONE]\n\n");
+    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+    let Err(InferenceError::Remote(RemoteError::InStream { message, .. })) =
+        remote.chat(&messages(), &GenerateParams::default())
+    else {
+        panic!("no error")
+    };
+    assert_eq!(message, "CUDA out of memory");
+    let aborted = vllm("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"abort\",\"stop_reason\":null}]}\n\ndata: [DONE]\n\n");
+    let remote = Remote::connect(ConnectParams::new(&aborted.url)).unwrap();
+    let Err(InferenceError::Remote(RemoteError::InStream { message, .. })) =
+        remote.chat(&messages(), &GenerateParams::default())
+    else {
+        panic!("no error")
+    };
+    assert!(message.contains("finish_reason \"abort\""), "{message}");
+    // llama-server writes its errors as `error:` events.
+    let llama = Canned::start(vec![
+        ("/v1/models", (200, JSON, r#"{"data":[{"id":"m.gguf","owned_by":"llamacpp","meta":{"n_ctx_train":2048}}]}"#)),
+        ("/props", (200, JSON, r#"{"default_generation_settings":{"n_ctx":2048},"chat_template":"{{ messages[0]['content'] }}","bos_token":"","eos_token":""}"#)),
+        ("/tokenize", (200, JSON, r#"{"tokens":[5,6]}"#)),
+        ("/completion", (200, EVENTS, "data: {\"content\":\"x\",\"stop\":false}\n\nerror: {\"code\":500,\"message\":\"failed to decode the batch\",\"type\":\"server_error\"}\n\n")),
+    ]);
+    let remote = Remote::connect(ConnectParams::new(&llama.url)).unwrap();
+    assert_eq!(remote.engine(), EngineKind::LlamaServer);
+    let Err(InferenceError::Remote(RemoteError::InStream { message, .. })) =
+        remote.raw("hi", true, &GenerateParams::default())
+    else {
+        panic!("no error")
+    };
+    assert_eq!(message, "failed to decode the batch");
+}
+
+#[test]
+fn the_model_is_chosen_by_name_or_must_be_the_only_one() {
+    let two = r#"{"object":"list","data":[{"id":"a","owned_by":"vllm","max_model_len":4096},{"id":"b","owned_by":"vllm","max_model_len":8192}]}"#;
+    let server = Canned::start(vec![("/v1/models", (200, JSON, two))]);
+    let Err(RemoteError::WhichModel { available, .. }) =
+        Remote::connect(ConnectParams::new(&server.url))
+    else {
+        panic!("a model was chosen")
+    };
+    assert_eq!(available, "\"a\", \"b\"");
+    let chosen = Remote::connect(ConnectParams {
+        model: Some("b".into()),
+        ..ConnectParams::new(&server.url)
+    })
+    .unwrap();
+    assert_eq!(chosen.context_length(), 8192);
+    let none = Canned::start(vec![(
+        "/v1/models",
+        (200, JSON, r#"{"object":"list","data":[]}"#),
+    )]);
+    assert!(matches!(
+        Remote::connect(ConnectParams {
+            engine: Some(EngineKind::Vllm),
+            ..ConnectParams::new(&none.url)
+        }),
+        Err(RemoteError::NoModel { .. })
+    ));
+}
