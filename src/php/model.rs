@@ -55,6 +55,16 @@ impl Model {
     fn backend(&self) -> Result<&Backend, CallError> {
         self.inner.as_ref().ok_or(CallError::Closed)
     }
+
+    /// The backend for a generation with `options`, which a connected
+    /// model checks for the options only a loaded one honours.
+    fn generating(&self, options: &OptionsArg<'_>) -> Result<&Backend, CallError> {
+        let backend = self.backend()?;
+        if let Backend::Remote(_) = backend {
+            local_only_options(options)?;
+        }
+        Ok(backend)
+    }
 }
 
 /// The items of the `prompts` list of `chatMany()` / `rawMany()`, each read
@@ -170,10 +180,7 @@ impl Model {
         seed: i64,
         options: OptionsArg<'_>,
     ) -> PhpResult<Response> {
-        let backend = self.backend()?;
-        if let Backend::Remote(_) = backend {
-            local_only_options(&options)?;
-        }
+        let backend = self.generating(&options)?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         Ok(match backend {
             Backend::Local(model) => model.chat(&prompt.messages, &params)?,
@@ -195,10 +202,7 @@ impl Model {
         addBos: bool,
         options: OptionsArg<'_>,
     ) -> PhpResult<String> {
-        let backend = self.backend()?;
-        if let Backend::Remote(_) = backend {
-            local_only_options(&options)?;
-        }
+        let backend = self.generating(&options)?;
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         chat_only_options(&params)?;
@@ -221,10 +225,7 @@ impl Model {
         seed: i64,
         options: OptionsArg<'_>,
     ) -> PhpResult<Stream> {
-        let backend = self.backend()?;
-        if let Backend::Remote(_) = backend {
-            local_only_options(&options)?;
-        }
+        let backend = self.generating(&options)?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         Ok(match backend {
             Backend::Local(model) => {
@@ -250,10 +251,7 @@ impl Model {
         addBos: bool,
         options: OptionsArg<'_>,
     ) -> PhpResult<Stream> {
-        let backend = self.backend()?;
-        if let Backend::Remote(_) = backend {
-            local_only_options(&options)?;
-        }
+        let backend = self.generating(&options)?;
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         chat_only_options(&params)?;
@@ -277,10 +275,7 @@ impl Model {
         seed: i64,
         options: OptionsArg<'_>,
     ) -> PhpResult<Vec<Response>> {
-        let backend = self.backend()?;
-        if let Backend::Remote(_) = backend {
-            local_only_options(&options)?;
-        }
+        let backend = self.generating(&options)?;
         let transcripts = prompt_list(
             prompts,
             "prompts",
@@ -308,10 +303,7 @@ impl Model {
         addBos: bool,
         options: OptionsArg<'_>,
     ) -> PhpResult<Vec<String>> {
-        let backend = self.backend()?;
-        if let Backend::Remote(_) = backend {
-            local_only_options(&options)?;
-        }
+        let backend = self.generating(&options)?;
         let texts = prompt_list(prompts, "prompts", "a string", |index, item| {
             convert::string_bytes(item).map(|bytes| {
                 convert::utf8(bytes.to_vec()).map_err(|offset| CallError::ElementNotUtf8 {
@@ -385,8 +377,9 @@ impl Model {
     /// it, as text — the way `chat()` reads the text of messages.
     #[php(defaults(parseSpecial = true))]
     pub fn count_tokens(&self, text: Binary<u8>, parseSpecial: bool) -> PhpResult<i64> {
+        let backend = self.backend()?;
         let text = self::text(text, "text")?;
-        Ok(match self.backend()? {
+        Ok(match backend {
             Backend::Local(model) => model.count_tokens(&text, parseSpecial),
             Backend::Remote(remote) => remote.count_tokens(&text, parseSpecial)?,
         } as i64)

@@ -136,7 +136,7 @@ impl Http {
     /// GET `path` and read its JSON answer.
     pub fn get_json(&self, path: &str, engine: &'static str) -> Result<Json, RemoteError> {
         let response = self.send(path, None)?;
-        self.json_body(path, response, engine)
+        self.json_body(response, engine)
     }
 
     /// POST `body` to `path` and read its JSON answer.
@@ -147,7 +147,7 @@ impl Http {
         engine: &'static str,
     ) -> Result<Json, RemoteError> {
         let response = self.send(path, Some(body))?;
-        self.json_body(path, response, engine)
+        self.json_body(response, engine)
     }
 
     /// POST `body` to `path` and return the events of its answer
@@ -184,7 +184,7 @@ impl Http {
                     .authorised(self.agent.post(&url))
                     .content_type("application/json")
                     .send(payload.as_bytes()),
-                None => self.authorised_get(self.agent.get(&url)).call(),
+                None => self.authorised(self.agent.get(&url)).call(),
             };
             let retry = match &result {
                 Err(ureq::Error::ConnectionFailed) | Err(ureq::Error::HostNotFound) => true,
@@ -202,20 +202,7 @@ impl Http {
         }
     }
 
-    fn authorised(
-        &self,
-        request: ureq::RequestBuilder<ureq::typestate::WithBody>,
-    ) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
-        match &self.config.api_key {
-            Some(ApiKey(key)) => request.header("Authorization", format!("Bearer {key}")),
-            None => request,
-        }
-    }
-
-    fn authorised_get(
-        &self,
-        request: ureq::RequestBuilder<ureq::typestate::WithoutBody>,
-    ) -> ureq::RequestBuilder<ureq::typestate::WithoutBody> {
+    fn authorised<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         match &self.config.api_key {
             Some(ApiKey(key)) => request.header("Authorization", format!("Bearer {key}")),
             None => request,
@@ -226,7 +213,6 @@ impl Http {
     /// with the server's own message.
     fn json_body(
         &self,
-        _path: &str,
         response: Response<Body>,
         engine: &'static str,
     ) -> Result<Json, RemoteError> {

@@ -3,7 +3,6 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use super::super::error::InferenceResult;
 use super::super::generate::FinishReason;
 use super::super::params::{Constraint, GenerateParams, REPEAT_LAST_N};
 
@@ -54,11 +53,7 @@ pub fn tokens(answer: &Json) -> Result<Vec<i64>, String> {
 /// at temperature 0 (the filters then play no part, as locally), llama.cpp's
 /// filters otherwise, and nothing the local engine does not do (DRY, XTC,
 /// typical-p and the like stay at their neutral values).
-pub fn completion_request(
-    prompt: &[i64],
-    params: &GenerateParams,
-    n_predict: u32,
-) -> InferenceResult<Json> {
+pub fn completion_request(prompt: &[i64], params: &GenerateParams, n_predict: u32) -> Json {
     let mut body = Map::new();
     body.insert("prompt".into(), json!(prompt));
     body.insert("n_predict".into(), json!(n_predict));
@@ -93,7 +88,7 @@ pub fn completion_request(
     if let Some(Constraint::Grammar(gbnf)) = &params.constraint {
         body.insert("grammar".into(), json!(gbnf.as_str()));
     }
-    Ok(Json::Object(body))
+    Json::Object(body)
 }
 
 /// One event of a streamed completion.
@@ -229,7 +224,7 @@ mod tests {
             stop: vec!["\n".into()],
             ..GenerateParams::default()
         };
-        let body = completion_request(&[1, 2, 3], &params, 7).unwrap();
+        let body = completion_request(&[1, 2, 3], &params, 7);
         assert_eq!(body["prompt"], json!([1, 2, 3]));
         assert_eq!(body["n_predict"], json!(7));
         assert_eq!(body["grammar"], json!("root ::= \"yes\" | \"no\""));

@@ -550,7 +550,7 @@ impl Remote {
         if n_predict == 0 {
             return Ok(RemoteStream::ended_at_context(prompt_tokens, parts));
         }
-        let body = llama_server::completion_request(&tokens, &params, n_predict)?;
+        let body = llama_server::completion_request(&tokens, &params, n_predict);
         let events = self.http.post_events("/completion", &body)?;
         Ok(RemoteStream::new(
             events,
@@ -570,13 +570,7 @@ impl Remote {
         parts: Option<Parts>,
         chat: bool,
     ) -> InferenceResult<RemoteStream> {
-        if self.slot_ctx > 0 && params.n_ctx > self.slot_ctx {
-            return Err(RemoteError::ContextTooLarge {
-                n_ctx: params.n_ctx,
-                server: self.slot_ctx,
-            }
-            .into());
-        }
+        self.check_context(params.n_ctx)?;
         let events = self.http.post_events(path, &body)?;
         Ok(RemoteStream::new(
             events,
@@ -591,16 +585,21 @@ impl Remote {
         ))
     }
 
+    /// `nCtx` must fit one of the server's slots (when it says how large).
+    fn check_context(&self, n_ctx: u32) -> Result<(), RemoteError> {
+        if self.slot_ctx > 0 && n_ctx > self.slot_ctx {
+            return Err(RemoteError::ContextTooLarge {
+                n_ctx,
+                server: self.slot_ctx,
+            });
+        }
+        Ok(())
+    }
+
     /// How many tokens may be generated after a prompt of `prompt` tokens:
     /// `maxTokens`, cut at the end of `nCtx`, which must fit a slot.
     fn budget(&self, prompt: usize, params: &GenerateParams) -> InferenceResult<u32> {
-        if self.slot_ctx > 0 && params.n_ctx > self.slot_ctx {
-            return Err(RemoteError::ContextTooLarge {
-                n_ctx: params.n_ctx,
-                server: self.slot_ctx,
-            }
-            .into());
-        }
+        self.check_context(params.n_ctx)?;
         if prompt == 0 {
             return Err(InferenceError::EmptyPrompt);
         }

@@ -81,27 +81,17 @@ impl RemoteStream {
     /// A generation with no room left in the context: nothing is asked of
     /// the server.
     pub(super) fn ended_at_context(prompt_tokens: u32, parts: Option<Parts>) -> Self {
-        Self {
-            state: State::Done(Generation {
-                text: String::new(),
-                finish: FinishReason::Length,
-                tokens_generated: 0,
-                prompt_tokens,
-                reused_tokens: 0,
-                tool_calls: Vec::new(),
-                without_calls: None,
-            }),
-            wire: Wire::LlamaServer,
-            url: String::new(),
-            stop_check: StopCheck::default(),
-            text: String::new(),
-            released: 0,
-            parts,
+        let nothing = Events::from_reader(Box::new(std::io::empty()), "");
+        let mut stream = Self::new(
+            nothing,
+            Wire::LlamaServer,
+            String::new(),
+            StopCheck::default(),
             prompt_tokens,
-            generated: 0,
-            ending: None,
-            usage: None,
-        }
+            parts,
+        );
+        stream.end(FinishReason::Length);
+        stream
     }
 
     /// Whether the generation has ended (or failed).
@@ -161,12 +151,17 @@ impl RemoteStream {
     /// End the generation here with `finish` (the events, and with them the
     /// connection, are dropped).
     fn end(&mut self, finish: FinishReason) {
+        self.done(finish, self.generated, self.prompt_tokens, 0);
+    }
+
+    /// The generation has ended: the text received, with these figures.
+    fn done(&mut self, finish: FinishReason, generated: u32, prompt: u32, reused: u32) {
         self.state = State::Done(Generation {
             text: self.text.clone(),
             finish,
-            tokens_generated: self.generated,
-            prompt_tokens: self.prompt_tokens,
-            reused_tokens: 0,
+            tokens_generated: generated,
+            prompt_tokens: prompt,
+            reused_tokens: reused,
             tool_calls: Vec::new(),
             without_calls: None,
         });
@@ -222,15 +217,12 @@ impl RemoteStream {
                 }
                 Ok(llama_server::Event::Final(last)) => {
                     self.text.push_str(&last.text);
-                    self.state = State::Done(Generation {
-                        text: self.text.clone(),
-                        finish: last.finish,
-                        tokens_generated: last.tokens_generated,
-                        prompt_tokens: last.prompt_tokens,
-                        reused_tokens: last.reused_tokens,
-                        tool_calls: Vec::new(),
-                        without_calls: None,
-                    });
+                    self.done(
+                        last.finish,
+                        last.tokens_generated,
+                        last.prompt_tokens,
+                        last.reused_tokens,
+                    );
                     Ok(())
                 }
                 Err(detail) => Err(self.bad("llama-server", detail)),
@@ -275,16 +267,15 @@ impl RemoteStream {
             },
             openai::EndError::Unknown(detail) => self.bad(engine.name(), detail),
         })?;
-        let usage = self.usage.take();
-        self.state = State::Done(Generation {
-            text: self.text.clone(),
-            finish,
-            tokens_generated: usage.map_or(self.generated, |u| u.completion_tokens),
-            prompt_tokens: usage.map_or(self.prompt_tokens, |u| u.prompt_tokens),
-            reused_tokens: usage.map_or(0, |u| u.cached_tokens),
-            tool_calls: Vec::new(),
-            without_calls: None,
-        });
+        match self.usage.take() {
+            Some(u) => self.done(
+                finish,
+                u.completion_tokens,
+                u.prompt_tokens,
+                u.cached_tokens,
+            ),
+            None => self.end(finish),
+        }
         Ok(())
     }
 }
