@@ -13,26 +13,17 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/target/llama-tools"
-SDIST_VERSION=0.3.36
 
 if [ -x "$OUT/bin/llama-completion" ] && [ -x "$OUT/bin/llama-bench" ] && [ -x "$OUT/bin/llama-batched-bench" ] \
     && [ -x "$OUT/bin/llama-embedding" ]; then
     exit 0
 fi
 
-SYS="$(cargo metadata --format-version 1 --manifest-path "$ROOT/Cargo.toml" \
-    | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="llama-cpp-sys-2"))')"
-SYS="$(dirname "$SYS")/llama.cpp"
-[ -f "$SYS/CMakeLists.txt" ] || { echo "llama.cpp sources not found at $SYS" >&2; exit 1; }
-
+. "$ROOT/scripts/llama-sources.sh"
+SYS="$LLAMA_TREE"
+SDIST="$LLAMA_SDIST"
 WORK="$OUT/work"
 mkdir -p "$WORK"
-if [ ! -d "$WORK/llama_cpp_python-$SDIST_VERSION" ]; then
-    echo "Fetching the llama-cpp-python $SDIST_VERSION sdist for the tools' sources"
-    python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$SDIST_VERSION" -d "$WORK"
-    tar -xzf "$WORK/llama_cpp_python-$SDIST_VERSION.tar.gz" -C "$WORK"
-fi
-SDIST="$WORK/llama_cpp_python-$SDIST_VERSION/vendor/llama.cpp"
 
 # The linked tree, with the two tools' sources laid over it.
 rm -rf "$WORK/llama.cpp"

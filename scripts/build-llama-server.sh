@@ -20,16 +20,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="$ROOT/target/llama-server"
 BIN="$OUT/bin/llama-server"
-SDIST_VERSION=0.3.36
 JOBS="$(nproc)"
 
 if [ -x "$BIN" ]; then
     exit 0
 fi
 
-SYS="$(cargo metadata --format-version 1 --manifest-path "$ROOT/Cargo.toml" \
-    | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"]=="llama-cpp-sys-2"))')"
-TREE="$(dirname "$SYS")/llama.cpp"
+. "$ROOT/scripts/llama-sources.sh"
+TREE="$LLAMA_TREE"
+SDIST="$LLAMA_SDIST"
 [ -f "$TREE/include/llama.h" ] || { echo "llama.cpp sources not found at $TREE" >&2; exit 1; }
 
 # The libraries of the release build of the extension.
@@ -43,12 +42,6 @@ done
 
 WORK="$OUT/work"
 mkdir -p "$WORK" "$OUT/bin"
-if [ ! -d "$WORK/llama_cpp_python-$SDIST_VERSION" ]; then
-    echo "Fetching the llama-cpp-python $SDIST_VERSION sdist for llama-server's sources"
-    python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$SDIST_VERSION" -d "$WORK"
-    tar -xzf "$WORK/llama_cpp_python-$SDIST_VERSION.tar.gz" -C "$WORK"
-fi
-SDIST="$WORK/llama_cpp_python-$SDIST_VERSION/vendor/llama.cpp"
 
 # The server's sources, adapted to the linked tree's API where the sdist is a
 # few commits ahead of it (two renames; each edit fails loudly if its text is
