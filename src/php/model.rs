@@ -328,7 +328,7 @@ impl Model {
         let texts = [embed_text(text.into(), "text")?];
         let vectors = match backend {
             Backend::Local(model) => model.embed_many(&texts, stop_check()),
-            Backend::Remote(remote) => remote.embed_many(&texts, stop_check()),
+            Backend::Remote(remote) => remote.embed_many(&texts),
         };
         let mut vectors = vectors.map_err(|e| e.outside_list())?;
         Ok(Embedding::from(vectors.pop().unwrap_or_default()))
@@ -344,7 +344,7 @@ impl Model {
         })?;
         let vectors = match backend {
             Backend::Local(model) => model.embed_many(&texts, stop_check())?,
-            Backend::Remote(remote) => remote.embed_many(&texts, stop_check())?,
+            Backend::Remote(remote) => remote.embed_many(&texts)?,
         };
         Ok(vectors.into_iter().map(Embedding::from).collect())
     }

@@ -37,7 +37,7 @@ pub use stream::RemoteStream;
 use self::http::{Http, HttpConfig};
 use super::chat::{Message, Renderer};
 use super::error::{InferenceError, InferenceResult, List};
-use super::params::{GenerateParams, StopCheck};
+use super::params::GenerateParams;
 use super::plain_text::{Masked, Segments};
 use super::reasoning::Parts;
 use super::template::ChatTemplate;
@@ -422,7 +422,7 @@ impl Remote {
     }
 
     /// The embeddings of `texts`, in order.
-    pub fn embed_many(&self, texts: &[String], _stop: StopCheck) -> InferenceResult<Vec<Vec<f32>>> {
+    pub fn embed_many(&self, texts: &[String]) -> InferenceResult<Vec<Vec<f32>>> {
         if let Some(index) = texts.iter().position(String::is_empty) {
             return Err(InferenceError::EmptyText.in_list(List::Texts, index));
         }

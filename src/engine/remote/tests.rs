@@ -266,9 +266,7 @@ fn completions_tokens_and_embeddings_of_vllm() {
         remote.count_tokens("x", false),
         Err(InferenceError::Remote(RemoteError::Unsupported { .. }))
     ));
-    let vectors = remote
-        .embed_many(&["a".into(), "b".into()], StopCheck::default())
-        .unwrap();
+    let vectors = remote.embed_many(&["a".into(), "b".into()]).unwrap();
     assert_eq!(vectors, vec![vec![1.0, 0.0], vec![0.25, -0.5]]);
 }
 
