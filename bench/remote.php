@@ -3,15 +3,17 @@
 // in process, same llama.cpp, same threads, flash attention off on both.
 //
 // 1. Overhead per call: the README's extraction example (schema, greedy),
-//    through connect() and in process, interleaved rounds; and the loopback
-//    round trip (GET /health) that a call pays a few times over (tokenize
-//    requests, the completion).
+//    through connect() and in process, in alternating blocks: ten different
+//    texts (what an extraction workload sends), the same text again and
+//    again, and the first token alone; and the loopback round trip (GET
+//    /health) that a call pays a few times over (tokenize requests, the
+//    completion).
 // 2. Throughput: C concurrent PHP processes each sending the same free-text
 //    requests, against one llama-server with C parallel slots (continuous
 //    batching), and C processes each with the model in process, sharing the
 //    same cores; aggregate generated tokens per second at C = 1, 2, 4, 8.
 //
-// Usage: php -d extension=... bench/remote.php MODEL LLAMA_SERVER [--rounds N] [--requests N]
+// Usage: php -d extension=... bench/remote.php MODEL LLAMA_SERVER [--rounds N] [--blocks N] [--requests N]
 declare(strict_types=1);
 
 require __DIR__ . '/support.php';
@@ -21,11 +23,6 @@ use Displace\Infer\{Model, Prompt};
 const SCHEMA = ['type' => 'object', 'properties' => [
     'name' => ['type' => 'string'], 'age' => ['type' => 'integer'], 'city' => ['type' => 'string'],
 ]];
-
-function extraction(): Prompt
-{
-    return Prompt::system('Extract the data. Output JSON only.')->withUser('Maria is 31 years old and lives in Lisbon.');
-}
 
 /** @return array{resource, string} the server process and its base URL */
 function start_server(string $binary, string $model, int $slots, int $threads): array
@@ -54,6 +51,73 @@ function stop_server($process): void
 {
     proc_terminate($process);
     proc_close($process);
+}
+
+/**
+ * Ten extraction texts, different for each $set: llama-server keeps earlier
+ * prompts in a RAM cache and restores the longest match, so a text it has
+ * seen before costs it one token, not a prompt.
+ *
+ * @return list<string>
+ */
+function texts(int $set): array
+{
+    $names = ['Maria', 'Tom', 'Aiko', 'Pedro', 'Lena', 'Samuel', 'Chen', 'Fatima', 'Olaf', 'Grace', 'Ines', 'Yusuf'];
+    $cities = ['Lisbon', 'Chicago', 'Osaka', 'Porto', 'Berlin', 'Nairobi', 'Vancouver', 'Casablanca', 'Oslo', 'Dublin', 'Lima'];
+    $forms = ['%s is %d years old and lives in %s.', '%s, %d, moved to %3$s last spring.', '%s (%d) studies in %s.',
+        'Our driver %s is %d and is based in %s.', '%s is a %d-year-old architect in %s.'];
+    $texts = [];
+    for ($i = 0; $i < 10; $i++) {
+        $n = $set * 10 + $i;
+        $texts[] = sprintf($forms[$n % 5], $names[$n % 12], 18 + ($n * 7) % 60, $cities[$n % 11]);
+    }
+    return $texts;
+}
+
+// A chat is a few requests: /tokenize per message (twice: with and without
+// special tokens) and per template piece, then the completion.
+const REQUESTS_PER_CALL = 2 * 2 + 1 + 1;
+
+function extraction_of(string $text): Prompt
+{
+    return Prompt::system('Extract the data. Output JSON only.')->withUser($text);
+}
+
+/**
+ * One block of overhead measurements in a process of its own (see part 1):
+ * the extraction of each of texts($set) once ('varied'), of the first of them
+ * $rounds times ('same'), and its first token alone $rounds times ('first').
+ */
+function overhead_block(string $mode, string $target, int $rounds, int $set, string $ext): array
+{
+    $out = shell_exec(implode(' ', array_map('escapeshellarg',
+        [PHP_BINARY, '-d', "extension=$ext", __FILE__, '--overhead', $mode, $target, (string) $rounds, (string) $set])));
+    $block = json_decode((string) $out, true);
+    if (!is_array($block)) {
+        throw new RuntimeException("overhead block ($mode) failed: $out");
+    }
+    return $block;
+}
+
+function overhead_worker(string $mode, string $target, int $rounds, int $set): never
+{
+    $threads = (int) trim((string) shell_exec('nproc'));
+    $model = $mode === 'local' ? Model::load($target, ['n_threads' => $threads]) : Model::connect($target);
+    $call = fn (string $text, int $max) => $model->chat(extraction_of($text), maxTokens: $max, options: ['schema' => SCHEMA])->text();
+    $run = function (array $texts, int $max = 64) use ($call): array {
+        $call($texts[0], $max); // warm-up, not timed
+        $result = ['ms' => [], 'texts' => []];
+        foreach ($texts as $text) {
+            [$ms, $reply] = ms(fn () => $call($text, $max));
+            $result['ms'][] = $ms;
+            $result['texts'][] = $reply;
+        }
+        return $result;
+    };
+    $texts = texts($set);
+    $same = array_fill(0, $rounds, $texts[0]);
+    echo json_encode(['varied' => $run($texts), 'same' => $run($same), 'first' => $run($same, 1)]);
+    exit(0);
 }
 
 /** One worker process: $requests free-text chats; prints generated tokens. */
@@ -92,55 +156,72 @@ function throughput(string $mode, string $target, int $c, int $requests, int $ma
     return $tokens / $seconds;
 }
 
+if (($argv[1] ?? '') === '--overhead') {
+    overhead_worker($argv[2], $argv[3], (int) $argv[4], (int) $argv[5]);
+}
 if (($argv[1] ?? '') === '--worker') {
     worker($argv[2], $argv[3], (int) $argv[4], (int) $argv[5], (int) $argv[6]);
 }
 
 [$_, $modelPath, $binary] = $argv + [null, null, null];
 if (!$modelPath || !$binary) {
-    fwrite(STDERR, "usage: php bench/remote.php MODEL LLAMA_SERVER [--rounds N] [--requests N]\n");
+    fwrite(STDERR, "usage: php bench/remote.php MODEL LLAMA_SERVER [--rounds N] [--blocks N] [--requests N]\n");
     exit(2);
 }
 $opt = fn (string $name, int $default) => ($i = array_search("--$name", $argv, true)) !== false ? (int) $argv[$i + 1] : $default;
-$rounds = $opt('rounds', 15);
+$rounds = $opt('rounds', 10);
+$blocks = $opt('blocks', 3);
 $requests = $opt('requests', 3);
 $threads = (int) trim((string) shell_exec('nproc'));
 $ext = ini_get('extension') ?: (getenv('INFER_EXTENSION') ?: __DIR__ . '/../target/release/libinfer.so');
 
-// 1. Overhead per call.
-[$server, $url] = start_server($binary, $modelPath, 1, $threads);
-$remote = Model::connect($url);
-$local = Model::load($modelPath, ['n_threads' => $threads]);
-$warm = fn (Model $m) => $m->chat(extraction(), maxTokens: 64, options: ['schema' => SCHEMA]);
-$warm($remote);
-$warm($local);
-$t_local = $t_remote = $rtt = [];
-for ($i = 0; $i < $rounds; $i++) {
-    [$ms, $a] = ms(fn () => $warm($local));
-    $t_local[] = $ms;
-    [$ms, $b] = ms(fn () => $warm($remote));
-    $t_remote[] = $ms;
-    if ($a->text() !== $b->text()) {
-        throw new RuntimeException("replies differ:\n{$a->text()}\n{$b->text()}");
-    }
-    for ($k = 0; $k < 5; $k++) {
-        [$ms] = ms(fn () => file_get_contents("$url/health"));
-        $rtt[] = $ms;
+// 1. Overhead per call. Each mode runs in a process of its own, in
+// alternating blocks with a pause between them: llama.cpp's threads keep
+// polling for a moment after a call, so a server and an in-process model
+// measured in one process, call after call, slow each other down.
+// llama-server keeps earlier prompts in a RAM cache and restores the longest
+// match, so each remote block gets a server of its own, which has seen none
+// of its texts (in process, each block is a new process too).
+$runs = ['local' => [], 'remote' => []];
+$rtt = [];
+for ($b = 0; $b < $blocks; $b++) {
+    foreach (['local', 'remote'] as $mode) {
+        if ($mode !== 'local') {
+            [$server, $url] = start_server($binary, $modelPath, 1, $threads);
+        }
+        usleep(500000);
+        $runs[$mode][] = overhead_block($mode, $mode === 'local' ? $modelPath : $url, $rounds, $b, $ext);
+        if ($mode !== 'local') {
+            for ($k = 0; $k < 20; $k++) {
+                $rtt[] = ms(fn () => file_get_contents("$url/health"))[0];
+            }
+            stop_server($server);
+        }
     }
 }
-$tokens = $warm($local)->tokensGenerated();
-stop_server($server);
-$ml = median($t_local);
-$mr = median($t_remote);
+// The two engines must have written the same replies (greedy, same llama.cpp).
+foreach ($runs['local'] as $b => $local) {
+    foreach (['varied', 'same'] as $kind) {
+        foreach ($local[$kind]['texts'] as $i => $text) {
+            $remote = $runs['remote'][$b][$kind]['texts'][$i];
+            if ($remote !== $text) {
+                throw new RuntimeException("replies differ (block $b, $kind, input $i):\n$text\n$remote");
+            }
+        }
+    }
+}
 $mrtt = median($rtt);
-// A chat is a few requests: /tokenize per message (twice: with and without
-// special tokens) and per template piece, then the completion.
-$requestsPerCall = 2 * 2 + 1 + 1;
-printf("extraction example (%d tokens generated, greedy, schema), %d interleaved rounds, %d threads\n", $tokens, $rounds, $threads);
-printf("  in process        %8.1f ms (median)\n", $ml);
-printf("  Model::connect()  %8.1f ms (median)   ratio %.3f\n", $mr, $mr / $ml);
-printf("  loopback round trip (GET /health) %.3f ms; %d requests per call: %.1f ms\n", $mrtt, $requestsPerCall, $requestsPerCall * $mrtt);
-printf("  ratio less the loopback round trips: %.3f (goal <= 1.10)\n", ($mr - $requestsPerCall * $mrtt) / $ml);
+$figure = fn (string $mode, string $kind) => median(array_merge(...array_map(fn ($b) => $b[$kind]['ms'], $runs[$mode])));
+printf("first token only (maxTokens 1, the same text again): in process %.1f ms, Model::connect() %.1f ms\n", $figure('local', 'first'), $figure('remote', 'first'));
+printf("extraction example (greedy, schema), %d blocks of each mode, %d threads; loopback round trip %.3f ms\n", $blocks, $threads, $mrtt);
+foreach (['varied' => '10 different texts', 'same' => 'the same text every call'] as $kind => $what) {
+    $ml = $figure('local', $kind);
+    $mr = $figure('remote', $kind);
+    printf("  %s:\n", $what);
+    printf("    in process        %8.1f ms (median)\n", $ml);
+    printf("    Model::connect()  %8.1f ms (median)   ratio %.3f\n", $mr, $mr / $ml);
+    printf("    ratio less %d loopback round trips: %.3f (goal <= 1.10)\n", REQUESTS_PER_CALL, ($mr - REQUESTS_PER_CALL * $mrtt) / $ml);
+}
 
 // 2. Throughput.
 echo "\nthroughput: C processes, each $requests chats of up to 96 tokens (free text)\n";
