@@ -42,6 +42,16 @@ impl SchemaError {
         }
     }
 
+    /// The message, without the location when it is the root: for a schema
+    /// checked piece by piece, where the caller names the piece.
+    pub fn detail(&self) -> String {
+        if self.pointer.is_empty() {
+            format!("{}{}", self.kind, hint(&self.kind))
+        } else {
+            self.to_string()
+        }
+    }
+
     /// The keyword the error is about, when there is one.
     pub fn keyword(&self) -> Option<&str> {
         match &self.kind {

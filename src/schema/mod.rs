@@ -5,6 +5,7 @@
 //! anything it cannot enforce is an error naming the keyword and the JSON
 //! pointer of the schema it appears in.
 
+pub mod builder;
 pub mod canonical;
 pub mod decimal;
 pub mod emit;
@@ -18,6 +19,7 @@ pub mod numeric;
 pub mod options;
 pub mod parse;
 pub mod range;
+pub mod record;
 pub mod regex;
 pub mod strings;
 
