@@ -61,6 +61,16 @@ echo "   ", $response->answer(), "\n";
 var_export($response->json());
 echo "\n";
 
+// The same schema built fluently (Schema; Schema::fromClass() and Response::into() turn text into
+// PHP objects: examples/invoice.php).
+$built = Displace\Infer\Schema::object([
+    Displace\Infer\Schema::string('name')->required(),
+    Displace\Infer\Schema::integer('age')->required()->minimum(0),
+    Displace\Infer\Schema::string('city')->required(),
+]);
+$extraction = Prompt::system('Extract the data. Output JSON only.')->withUser('Maria is 31 years old and lives in Lisbon.');
+echo "\nWith a Schema builder: ", $model->chat($extraction, maxTokens: 64, options: ['schema' => $built])->answer(), "\n";
+
 // Richer schemas: oneOf narrowed to exclusive branches, if/then/else, uniqueItems over an enum;
 // 'schema_defaults' => 'json-schema' reads objects as a validator does (properties optional).
 $order = ['type' => 'object', 'properties' => [

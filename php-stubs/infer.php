@@ -501,6 +501,217 @@ final class Response
      * @throws InferenceException when the answer is not valid JSON
      */
     public function json(): mixed {}
+
+    /**
+     * An instance of $class built from the answer (a JSON object): nested objects, lists of objects, enums by value
+     * (unit enums by case name), DateTimeInterface properties from their strings. The constructor runs, with named
+     * arguments, when every required parameter has a value in the answer; otherwise the object is created without
+     * it and each property is set through reflection (readonly ones included; a promoted parameter left out gets its
+     * default). Every value is checked against the property's type, and the whole answer against the constraints
+     * of Schema::fromClass($class). Under that schema, a run that finished 'eos' always fits.
+     *
+     * @template T of object
+     * @param class-string<T> $class
+     * @return T
+     * @throws InferenceException saying where the answer does not fit (a JSON pointer), that the run was cut short
+     *         (finish reason other than 'eos'), or that the constructor threw
+     */
+    public function into(string $class): mixed {}
+}
+
+/**
+ * A JSON Schema built step by step, accepted wherever a schema is (`options: ['schema' => $schema]`,
+ * Grammar::fromSchema(), tool parameters). Immutable: each method returns a new Schema. Each step is checked when
+ * it is taken — the keyword fits the type, bounds are in order, the converter accepts it — and a mistake throws
+ * InferException naming the property.
+ *
+ *     $person = Schema::object([
+ *         Schema::string('name')->required()->maxLength(40),
+ *         Schema::integer('age')->minimum(0),
+ *         'tags' => Schema::array(Schema::string())->maxItems(3),
+ *     ]);
+ *
+ * Objects require only the properties marked required() and allow no other key.
+ */
+final class Schema implements \JsonSerializable
+{
+    /** @throws InferException always: use the static methods */
+    public function __construct() {}
+
+    /**
+     * @param array<int|string, Schema> $properties named by their string keys, or by their own names
+     * @throws InferException when a property has no name, two share one, or a key and a name differ
+     * @throws \TypeError when an entry is not a Schema
+     */
+    public static function object(array $properties, ?string $name = null): Schema {}
+
+    public static function string(?string $name = null): Schema {}
+
+    public static function integer(?string $name = null): Schema {}
+
+    public static function number(?string $name = null): Schema {}
+
+    public static function boolean(?string $name = null): Schema {}
+
+    public static function null(?string $name = null): Schema {}
+
+    /** A list whose items all match $items. */
+    public static function array(Schema $items, ?string $name = null): Schema {}
+
+    /**
+     * One of $values (any JSON values, each once; a backed enum case stands for its value, a unit case for its name).
+     *
+     * @param list<mixed> $values
+     */
+    public static function enum(array $values, ?string $name = null): Schema {}
+
+    /** @param list<Schema> $schemas a value matching any of them */
+    public static function anyOf(array $schemas, ?string $name = null): Schema {}
+
+    /**
+     * The schema of a class, from its public non-static typed properties (promoted constructor parameters
+     * included): string, int, float, bool, true/false, nullable types, unions of scalars, backed enums (their
+     * values) and unit enums (case names), DateTimeInterface classes (a `date-time` string unless a Constraint gives
+     * another format), other classes (nested objects; a class that contains itself through `$defs`), and `array`
+     * with its item type from #[ListOf(Foo::class)], `@var list<Foo>` / `array<int, Foo>` / `Foo[]` on the
+     * property, or `@param list<Foo> $name` on the constructor (names resolved in the class's namespace, or fully
+     * qualified: `use` imports are not visible to reflection). A property with a default value (or a promoted
+     * parameter with one) is optional, the others required. #[Description] and #[Constraint] describe and constrain
+     * the class and its properties.
+     *
+     * @param class-string $class
+     * @throws InferException naming the class and property of a type a schema cannot express (no type, mixed,
+     *         object, callable, iterable, an intersection, a union of classes, an enum or date in a union, an array
+     *         without an item type, an interface or abstract class), or of a constraint that does not fit it
+     */
+    public static function fromClass(string $class): Schema {}
+
+    /** Required in the enclosing object (or not). */
+    public function required(bool $required = true): Schema {}
+
+    /** Null allowed besides this schema's values (or not). */
+    public function nullable(bool $nullable = true): Schema {}
+
+    public function description(string $text): Schema {}
+
+    /** @throws InferException on a schema other than string, or a negative count */
+    public function minLength(int $n): Schema {}
+
+    /** @throws InferException on a schema other than string, or a negative count */
+    public function maxLength(int $n): Schema {}
+
+    /**
+     * An ECMAScript regex the string must contain a match of (anchor it with ^…$ to match the whole string).
+     *
+     * @throws InferException on a schema other than string, or a regex the converter refuses
+     */
+    public function pattern(string $regex): Schema {}
+
+    /**
+     * `date`, `date-time`, `time`, `email`, `uuid`, `uri`, … (the README's format list).
+     *
+     * @throws InferException on a schema other than string, or an unsupported format
+     */
+    public function format(string $format): Schema {}
+
+    /**
+     * @param int|float $n
+     * @throws InferException on a schema other than integer or number
+     * @throws \TypeError when $n is not a finite int or float
+     */
+    public function minimum(mixed $n): Schema {}
+
+    /** @param int|float $n */
+    public function maximum(mixed $n): Schema {}
+
+    /** @param int|float $n */
+    public function exclusiveMinimum(mixed $n): Schema {}
+
+    /** @param int|float $n */
+    public function exclusiveMaximum(mixed $n): Schema {}
+
+    /** @param int|float $n greater than 0 */
+    public function multipleOf(mixed $n): Schema {}
+
+    /** @throws InferException on a schema other than array */
+    public function minItems(int $n): Schema {}
+
+    /** @throws InferException on a schema other than array */
+    public function maxItems(int $n): Schema {}
+
+    /** @throws InferException on a schema other than array, or items the grammar cannot tell apart */
+    public function uniqueItems(bool $unique = true): Schema {}
+
+    /** The property name, if any. */
+    public function name(): ?string {}
+
+    public function isRequired(): bool {}
+
+    /** @return array<string, mixed> the JSON Schema */
+    public function toArray(): mixed {}
+
+    public function toJson(): string {}
+
+    /** @return array<string, mixed> the JSON Schema, for json_encode() */
+    public function jsonSerialize(): mixed {}
+}
+
+/**
+ * The description of a class or property in Schema::fromClass(): `#[Description('The customer's legal name')]`.
+ */
+#[\Attribute(\Attribute::TARGET_CLASS | \Attribute::TARGET_PROPERTY | \Attribute::TARGET_PARAMETER)]
+final class Description
+{
+    public string $text;
+
+    public function __construct(string $text) {}
+}
+
+/**
+ * JSON Schema constraints on a property in Schema::fromClass(), checked as Schema's methods check them:
+ * `#[Constraint(minimum: 0, maximum: 100)]`, `#[Constraint(pattern: '^INV-[0-9]+$', maxLength: 20)]`,
+ * `#[Constraint(format: 'date')]`, `#[Constraint(minItems: 1)]`.
+ */
+#[\Attribute(\Attribute::TARGET_PROPERTY | \Attribute::TARGET_PARAMETER)]
+final class Constraint
+{
+    /**
+     * @param int|float|null $minimum
+     * @param int|float|null $maximum
+     * @param int|float|null $exclusiveMinimum
+     * @param int|float|null $exclusiveMaximum
+     * @param int|float|null $multipleOf
+     * @throws \TypeError when a numeric bound is not a finite int or float
+     */
+    public function __construct(
+        ?int $minLength = null,
+        ?int $maxLength = null,
+        ?string $pattern = null,
+        ?string $format = null,
+        mixed $minimum = null,
+        mixed $maximum = null,
+        mixed $exclusiveMinimum = null,
+        mixed $exclusiveMaximum = null,
+        mixed $multipleOf = null,
+        ?int $minItems = null,
+        ?int $maxItems = null,
+        ?bool $uniqueItems = null,
+    ) {}
+
+    /** @return array<string, mixed> the keywords given */
+    public function toArray(): mixed {}
+}
+
+/**
+ * The item type of an `array` property in Schema::fromClass(): `#[ListOf(LineItem::class)]`, or `'string'`,
+ * `'int'`, `'float'`, `'bool'`.
+ */
+#[\Attribute(\Attribute::TARGET_PROPERTY | \Attribute::TARGET_PARAMETER)]
+final class ListOf
+{
+    public string $type;
+
+    public function __construct(string $type) {}
 }
 
 /**

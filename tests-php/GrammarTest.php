@@ -38,7 +38,7 @@ final class GrammarTest extends InferTestCase
     {
         $this->assertThrows(InferException::class, 'unsupported keyword "unevaluatedItems" at /properties/tags', fn () => Grammar::fromSchema(['properties' => ['tags' => ['unevaluatedItems' => ['type' => 'string']]]]));
         $this->assertThrows(InferException::class, 'keyword "uniqueItems" can only be enforced when every item comes from a finite set of at most 64 values (booleans, null, enums, consts, integer ranges): the grammar cannot compare items at /properties/tags', fn () => Grammar::fromSchema(['properties' => ['tags' => ['type' => 'array', 'items' => ['type' => 'string'], 'uniqueItems' => true]]]));
-        $this->assertThrows(InferException::class, 'schema must be an array or a JSON string, got float', fn () => Grammar::fromSchema(1.5));
+        $this->assertThrows(InferException::class, 'schema must be an array, a JSON string or a Displace\\Infer\\Schema, got float', fn () => Grammar::fromSchema(1.5));
         $this->assertThrows(InferException::class, 'unknown format "url" at /properties/home (did you mean "uri"?)', fn () => Grammar::fromSchema(['properties' => ['home' => ['type' => 'string', 'format' => 'url']]]));
         $this->assertThrows(InferException::class, 'keyword "multipleOf" 0 must be greater than 0 at /properties/n', fn () => Grammar::fromSchema(['properties' => ['n' => ['type' => 'number', 'multipleOf' => 0]]]));
     }

@@ -144,7 +144,7 @@ final class StructuredOutputTest extends InferTestCase
     {
         return [
             'schema and grammar together' => [['schema' => ['type' => 'string'], 'grammar' => 'root ::= "x"'], 'options "schema" and "grammar" are mutually exclusive'],
-            'schema of the wrong type' => [['schema' => 42], 'schema must be an array or a JSON string, got int'],
+            'schema of the wrong type' => [['schema' => 42], 'schema must be an array, a JSON string or a Displace\\Infer\\Schema, got int'],
             'schema that is not JSON' => [['schema' => '{"type": '], 'schema is not valid JSON'],
             'unsupported keyword' => [['schema' => ['type' => 'object', 'properties' => ['tags' => ['type' => 'array', 'unevaluatedItems' => ['type' => 'string']]]]], 'unsupported keyword "unevaluatedItems" at /properties/tags'],
             'uniqueItems over strings' => [['schema' => ['type' => 'array', 'items' => ['type' => 'string'], 'uniqueItems' => true]], 'keyword "uniqueItems" can only be enforced when every item comes from a finite set'],

@@ -48,16 +48,20 @@ final class StubsTest extends InferTestCase
     {
         $this->assertSame(
             [
+                'Displace\\Infer\\Constraint',
+                'Displace\\Infer\\Description',
                 'Displace\\Infer\\Embedding',
                 'Displace\\Infer\\Grammar',
                 'Displace\\Infer\\InferException',
                 'Displace\\Infer\\InferenceException',
+                'Displace\\Infer\\ListOf',
                 'Displace\\Infer\\Message',
                 'Displace\\Infer\\Model',
                 'Displace\\Infer\\ModelLoadException',
                 'Displace\\Infer\\Prompt',
                 'Displace\\Infer\\RerankModel',
                 'Displace\\Infer\\Response',
+                'Displace\\Infer\\Schema',
                 'Displace\\Infer\\Stream',
                 'Displace\\Infer\\ToolCall',
             ],

@@ -208,6 +208,9 @@ pub const SCHEMA_MAX_DEPTH: usize = 128;
 /// A `schema` argument: a PHP array (or object), or JSON text.
 pub fn schema_value(value: &Zval) -> Result<serde_json::Value, String> {
     let value = value.dereference();
+    if let Some(schema) = <&super::schema::Schema>::from_zval(value) {
+        return Ok(schema.node.to_value());
+    }
     if value.is_string() {
         let Some(text) = value.str() else {
             return Err("schema is not valid UTF-8".to_owned());
@@ -219,7 +222,7 @@ pub fn schema_value(value: &Zval) -> Result<serde_json::Value, String> {
         return zval_to_json(value, 0, &mut path, "schema");
     }
     Err(format!(
-        "schema must be an array or a JSON string, got {}",
+        "schema must be an array, a JSON string or a Displace\\Infer\\Schema, got {}",
         type_name(value)
     ))
 }

@@ -44,22 +44,26 @@ fn keep(slot: &AtomicPtr<ClassEntry>, ce: &'static mut ClassEntry, tables: ArgIn
     std::mem::forget(tables);
 }
 
-/// `\RuntimeException`, looked up in the compiler's class table: during MINIT
-/// the executor's table (which `ClassEntry::try_find` reads) is not set yet.
+/// `\RuntimeException` (see [`internal_class`]).
 fn runtime_exception() -> &'static ClassEntry {
-    const NAME: &str = "runtimeexception";
+    internal_class("RuntimeException").unwrap_or_else(ce::exception)
+}
+
+/// A class PHP or an extension registered, looked up by name in the
+/// compiler's class table: during MINIT the executor's table (which
+/// `ClassEntry::try_find` reads) is not set yet.
+pub fn internal_class(name: &str) -> Option<&'static ClassEntry> {
+    let lower = name.trim_start_matches('\\').to_ascii_lowercase();
     // SAFETY: the compiler globals exist for the life of the engine; the
     // class table is its live table and the name is valid for its length.
     // Class entries found there live as long as the process.
-    let Some(globals) = (unsafe { ext_php_rs_compiler_globals().as_ref() }) else {
-        return ce::exception();
-    };
+    let globals = unsafe { ext_php_rs_compiler_globals().as_ref() }?;
     let table = globals.class_table;
     if table.is_null() {
-        return ce::exception();
+        return None;
     }
-    let found = unsafe { zend_hash_str_find_ptr_lc(table, NAME.as_ptr().cast(), NAME.len()) };
-    unsafe { found.cast::<ClassEntry>().as_ref() }.unwrap_or_else(ce::exception)
+    let found = unsafe { zend_hash_str_find_ptr_lc(table, lower.as_ptr().cast(), lower.len()) };
+    unsafe { found.cast::<ClassEntry>().as_ref() }
 }
 
 fn load(slot: &AtomicPtr<ClassEntry>) -> &'static ClassEntry {
@@ -86,6 +90,11 @@ pub fn model_load_exception(message: impl Into<String>) -> PhpException {
 /// An `InferenceException` with `message`.
 pub fn inference_exception(message: impl Into<String>) -> PhpException {
     PhpException::new(message.into(), 0, load(&INFERENCE_CE))
+}
+
+/// A `\TypeError` with `message`: an argument of the wrong type.
+pub fn type_error(message: impl Into<String>) -> PhpException {
+    PhpException::new(message.into(), 0, ce::type_error())
 }
 
 /// The message of `new X()` on a class that only has factories.

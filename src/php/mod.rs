@@ -1,6 +1,7 @@
 //! The PHP binding: one file per class. Methods convert arguments, call the
 //! engine, and map its errors to exceptions; nothing else happens here.
 
+mod attributes;
 mod convert;
 mod embedding;
 mod errors;
@@ -12,8 +13,10 @@ mod options;
 mod paths;
 mod persistent;
 mod prompt;
+mod reflect;
 mod rerank_model;
 mod response;
+mod schema;
 mod stream;
 mod timeout;
 mod tool_call;
@@ -32,6 +35,7 @@ extern "C" {
 /// registers the classes below.
 extern "C" fn startup(_type: i32, module_number: i32) -> i32 {
     IniEntryDef::register(persistent::INI.as_slice(), module_number);
+    attributes::install();
     match exceptions::register() {
         Ok(()) => 0,
         Err(_) => -1,
@@ -82,4 +86,8 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .class::<stream::Stream>()
         .class::<grammar::Grammar>()
         .class::<rerank_model::RerankModel>()
+        .class::<schema::Schema>()
+        .class::<attributes::Description>()
+        .class::<attributes::Constraint>()
+        .class::<attributes::ListOf>()
 }

@@ -116,6 +116,30 @@ impl Response {
         i64::from(self.cached_tokens)
     }
 
+    /// An instance of `$class` built from the answer (a JSON object): nested
+    /// objects, lists, enums by value and dates included, each checked
+    /// against the class's types and constraints. Under
+    /// `Schema::fromClass($class)` a run that finished `'eos'` always fits.
+    #[php(name = "into")]
+    pub fn build_object(&self, class: &str) -> PhpResult<Zval> {
+        let truncated = match self.finish_reason {
+            "eos" => None,
+            other => Some(other),
+        };
+        let why = |detail: String| {
+            let detail = match truncated {
+                Some(reason) => format!(
+                    "{detail} (the run finished '{reason}', not 'eos': the answer may be cut short)"
+                ),
+                None => detail,
+            };
+            inference_exception(format!("Response::into({class}): {detail}"))
+        };
+        let value: serde_json::Value = serde_json::from_str(&self.answer)
+            .map_err(|e| why(format!("the answer is not complete JSON: {e}")))?;
+        super::reflect::hydrate(class, &value).map_err(why)
+    }
+
     /// The answer decoded as JSON (objects as PHP arrays).
     pub fn json(&self) -> PhpResult<Zval> {
         let value: serde_json::Value = serde_json::from_str(&self.answer)
