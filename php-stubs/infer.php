@@ -608,7 +608,7 @@ final class Schema implements \JsonSerializable
     public function pattern(string $regex): Schema {}
 
     /**
-     * `date`, `date-time`, `time`, `email`, `uuid`, `uri`, … (the README's format list).
+     * `date`, `date-time`, `time`, `email`, `uuid`, `uri`, … (docs/structured-output.md lists them).
      *
      * @throws InferException on a schema other than string, or an unsupported format
      */

@@ -161,7 +161,7 @@ impl Schema {
     }
 
     /// The schema of a class, from its public typed properties (see the
-    /// README, "Schemas from PHP classes").
+    /// guide, docs/php-schemas.md).
     pub fn from_class(class: &str) -> PhpResult<Schema> {
         reflect::class_schema(class)
             .map(|node| Schema { node })
@@ -204,7 +204,7 @@ impl Schema {
         self.with("pattern", Value::from(regex))
     }
 
-    /// `date`, `date-time`, `email`, `uuid`, … (the README's format list).
+    /// `date`, `date-time`, `email`, `uuid`, … (docs/structured-output.md lists them).
     pub fn format(&self, format: String) -> PhpResult<Schema> {
         self.with("format", Value::from(format))
     }
