@@ -30,8 +30,15 @@ EXT := $(CURDIR)/target/release/libinfer.so
 # The tests (Rust and PHP) read both paths from here.
 INFER_EXTENSION := $(EXT)
 export INFER_EXTENSION
+# GPU=cuda, GPU=vulkan or GPU=metal builds llama.cpp's GPU backend into the
+# extension (make build/demo/test/bench GPU=cuda); empty: the portable CPU build.
+GPU ?=
+ifneq ($(filter-out cuda vulkan metal,$(GPU)),)
+$(error GPU must be cuda, vulkan or metal, not "$(GPU)")
+endif
+GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 # The core (engine, converter, checker) without the PHP binding.
-CORE := --no-default-features --features engine
+CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
 .PHONY: demo test deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote
@@ -45,7 +52,7 @@ deps:
 	@bash scripts/install-deps.sh
 
 build: deps
-	cargo build --release
+	cargo build --release $(GPU_FEATURES)
 
 model:
 	@bash scripts/fetch-model.sh smollm2 $(MODEL_FILE)

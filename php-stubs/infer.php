@@ -50,8 +50,12 @@ final class Model
      * Load a GGUF model.
      *
      * @param string $path path of a .gguf file; it must be within open_basedir when that is set
-     * @param array{n_gpu_layers?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank'} $options
-     *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0);
+     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank'} $options
+     *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0). Above 0 on a build without a GPU
+     *        backend (the default CPU build), or where no GPU device is found, it throws ModelLoadException naming
+     *        the compiled backends: never a silent run on the CPU. info() shows what was offloaded;
+     *        main_gpu: the GPU (index among the GPU devices) that holds the model (int >= 0; default: the first);
+     *        checked against the devices found;
      *        use_mmap: map the weights instead of reading them (default true);
      *        use_mlock: lock the weights in RAM (default false);
      *        n_threads: threads for generation (int from 1 to 512); default: the machine's cores, shared with
@@ -243,6 +247,21 @@ final class Model
      * @throws InferenceException when the model is closed
      */
     public function contextLength(): int {}
+
+    /**
+     * What the model runs on and what it is — enough to see that a GPU is really used:
+     *
+     *     ['backend' => 'cpu'|'cuda'|'vulkan'|'metal' (where the layers run), 'backends' => the compiled ones,
+     *      'devices' => [['name', 'description', 'backend', 'type' => 'cpu'|'gpu'|'igpu'|'accel', 'memory_total',
+     *      'memory_free'], …], 'gpu_layers' => layers offloaded, 'layers' => the total (repeating layers + output),
+     *      'context_length' => trained context, 'context_size' => the last call's context or null, 'threads',
+     *      'file_size' => bytes, 'parameters', 'quantization' => 'Q4_1', 'Q4_K_M', …]
+     *
+     * For a connected model: ['backend' => 'remote', 'engine', 'url', 'model', 'context_length'].
+     *
+     * @throws InferenceException when the model has been closed
+     */
+    public function info(): array {}
 
     /**
      * The chat template stored in the GGUF, or null when it has none.
@@ -869,8 +888,8 @@ final class RerankModel
     /**
      * Load a GGUF reranker.
      *
-     * @param array{n_gpu_layers?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, n_ctx?: int, instruction?: string} $options
-     *        n_gpu_layers, use_mmap, use_mlock, n_threads: as for Model::load();
+     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, n_ctx?: int, instruction?: string} $options
+     *        n_gpu_layers, main_gpu, use_mmap, use_mlock, n_threads: as for Model::load();
      *        n_ctx: the tokens a query and a document may take together (int >= 1, default 4096, at most the model's
      *        trained context); instruction: what relevance means, for an instruct model (default: "Given a web search
      *        query, retrieve relevant passages that answer the query"; a cross-encoder has none).

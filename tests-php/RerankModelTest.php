@@ -184,7 +184,7 @@ final class RerankModelTest extends InferTestCase
     public static function badLoads(): array
     {
         return [
-            'unknown option' => ['chat', ['pooling' => 'rank'], 'option "pooling" is not a known option (known: n_gpu_layers, use_mmap, use_mlock, n_threads, n_ctx, instruction)'],
+            'unknown option' => ['chat', ['pooling' => 'rank'], 'option "pooling" is not a known option (known: n_gpu_layers, main_gpu, use_mmap, use_mlock, n_threads, n_ctx, instruction)'],
             'n_ctx zero' => ['chat', ['n_ctx' => 0], 'option "n_ctx" must be an int >= 1, got int 0'],
             'instruction not a string' => ['chat', ['instruction' => 5], 'option "instruction" must be a UTF-8 string without NUL bytes, got int'],
             'instruction with NUL' => ['chat', ['instruction' => "a\0b"], 'option "instruction" must be a UTF-8 string without NUL bytes'],

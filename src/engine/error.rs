@@ -30,6 +30,20 @@ pub enum LoadError {
     NoRankHead { path: PathBuf },
     #[error("{} cannot rerank: {reason}", .path.display())]
     CannotRerank { path: PathBuf, reason: String },
+    #[error("{asked} asks for a GPU, but this build of infer has no GPU backend (compiled backends: {backends}); build the extension with one: `make build GPU=cuda` (or vulkan, metal), see the README's \"GPU builds\"")]
+    NoGpuBackend { asked: String, backends: String },
+    #[error("{asked} asks for a GPU, but no GPU device was found (compiled backends: {backends}; devices: {found}); check the driver, or leave n_gpu_layers at 0 to run on the CPU")]
+    NoGpuDevice {
+        asked: String,
+        backends: String,
+        found: String,
+    },
+    #[error("main_gpu = {index} is not a GPU device: {count} found ({names})")]
+    NoSuchGpu {
+        index: u32,
+        count: usize,
+        names: String,
+    },
     #[error("llama.cpp backend could not be initialised: {reason}")]
     Backend { reason: String },
     /// `Model::connect()` could not reach the server or use its model.

@@ -18,6 +18,7 @@ use super::backend::{backend, clear_diagnostics, take_diagnostics};
 use super::batch;
 use super::chat::{self, Message};
 use super::context::{self, Context, Shape};
+use super::devices::{self, Device};
 use super::embed;
 use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::generate::{self, Generation};
@@ -52,6 +53,30 @@ struct Reusable {
     grammars: GrammarCache,
 }
 
+/// What `Model::info()` reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInfo {
+    /// Where the layers run: `cpu`, or the main GPU's backend when layers
+    /// are offloaded.
+    pub backend: String,
+    /// The backends compiled into this build.
+    pub backends: Vec<&'static str>,
+    pub devices: Vec<Device>,
+    /// Layers on the GPU, out of `layers` (the repeating layers and the
+    /// output layer, as llama.cpp counts them).
+    pub gpu_layers: u32,
+    pub layers: u32,
+    /// The context the model was trained for.
+    pub context_length: u32,
+    /// The context of the model's last call (`None` before the first).
+    pub context_size: Option<u32>,
+    pub threads: u32,
+    pub file_size: Option<u64>,
+    pub parameters: u64,
+    /// `general.file_type` by name (`Q4_1`, `Q4_K_M`, …).
+    pub quantization: Option<String>,
+}
+
 /// A model loaded into memory (memory-mapped by default).
 ///
 /// The llama.cpp model is shared (`Arc`) with everything that points into it
@@ -64,6 +89,8 @@ pub struct Model {
     /// A [`Stream`] holds the session: every other call is refused.
     streaming: Cell<bool>,
     n_threads: u32,
+    n_gpu_layers: u32,
+    main_gpu: Option<u32>,
     share_cores: bool,
     /// Loaded for embeddings, with this pooling (`None`: the GGUF's).
     embedding: Option<Option<Pooling>>,
@@ -84,7 +111,25 @@ impl Model {
             path: path.to_path_buf(),
         })?;
         let backend = backend()?;
-        let model_params = LlamaModelParams::default()
+        devices::check(params)?;
+        let mut model_params = LlamaModelParams::default();
+        if let Some(index) = params.main_gpu {
+            let gpu = devices::devices()
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| d.is_gpu())
+                .nth(index as usize)
+                .map(|(i, _)| i);
+            if let Some(device) = gpu {
+                model_params =
+                    model_params
+                        .with_devices(&[device])
+                        .map_err(|e| LoadError::Backend {
+                            reason: e.to_string(),
+                        })?;
+            }
+        }
+        let model_params = model_params
             .with_n_gpu_layers(params.n_gpu_layers)
             .with_use_mmap(params.use_mmap)
             .with_use_mlock(params.use_mlock);
@@ -100,6 +145,8 @@ impl Model {
             reusable: RefCell::default(),
             streaming: Cell::new(false),
             n_threads: params.n_threads,
+            n_gpu_layers: params.n_gpu_layers,
+            main_gpu: params.main_gpu,
             share_cores: params.share_cores,
             embedding: params.embedding.then_some(params.pooling),
             path: path.to_path_buf(),
@@ -144,6 +191,44 @@ impl Model {
     /// The context length the model was trained for.
     pub fn context_length(&self) -> u32 {
         self.model().n_ctx_train()
+    }
+
+    /// What the model runs on and what it is: see [`ModelInfo`].
+    pub fn info(&self) -> ModelInfo {
+        let model = self.model();
+        let layers = model.n_layer() + 1;
+        let all = devices::devices();
+        let gpus: Vec<&Device> = all.iter().filter(|d| d.is_gpu()).collect();
+        let main = gpus.get(self.main_gpu.unwrap_or(0) as usize).copied();
+        let gpu_layers = match main {
+            Some(_) => self.n_gpu_layers.min(layers),
+            None => 0,
+        };
+        let backend = match main {
+            Some(d) if gpu_layers > 0 => d.backend.clone(),
+            _ => "cpu".to_owned(),
+        };
+        let file_type = model
+            .meta_val_str("general.file_type")
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        ModelInfo {
+            backend,
+            backends: devices::compiled_backends(),
+            devices: all,
+            gpu_layers,
+            layers,
+            context_length: model.n_ctx_train(),
+            context_size: self
+                .reusable
+                .try_borrow()
+                .ok()
+                .and_then(|r| r.session.as_ref().map(Session::n_ctx)),
+            threads: self.n_threads,
+            file_size: std::fs::metadata(&self.path).map(|m| m.len()).ok(),
+            parameters: model.n_params(),
+            quantization: file_type.map(devices::file_type_name),
+        }
     }
 
     /// The chat template stored in the GGUF, if any.

@@ -11,6 +11,9 @@ use crate::grammar::CheckedGbnf;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LoadParams {
     pub n_gpu_layers: u32,
+    /// The GPU (an index among the GPU devices) that holds the model when
+    /// it is not split; `None`: llama.cpp's default, the first.
+    pub main_gpu: Option<u32>,
     pub use_mmap: bool,
     pub use_mlock: bool,
     /// Threads of the model's pool: the most a call runs.
@@ -85,6 +88,7 @@ impl Default for LoadParams {
     fn default() -> Self {
         Self {
             n_gpu_layers: 0,
+            main_gpu: None,
             use_mmap: true,
             use_mlock: false,
             n_threads: default_threads(),

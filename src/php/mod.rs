@@ -55,6 +55,10 @@ extern "C" fn info(module: *mut ModuleEntry) {
     info_table_start!();
     info_table_row!("infer support", "enabled");
     info_table_row!("version", env!("CARGO_PKG_VERSION"));
+    info_table_row!(
+        "compiled backends",
+        crate::engine::devices::compiled_backends().join(", ")
+    );
     info_table_row!("persistent models held", models.len().to_string());
     info_table_row!("persistent model loads", loads.to_string());
     info_table_end!();

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 use ext_php_rs::binary::Binary;
+use ext_php_rs::boxed::ZBox;
 use ext_php_rs::convert::FromZval;
 
 use ext_php_rs::flags::ClassFlags;
@@ -385,6 +386,28 @@ impl Model {
         } as i64)
     }
 
+    /// What the model runs on and what it is: backend in use, compiled
+    /// backends, devices, layers offloaded out of the total, contexts,
+    /// threads, file size, parameters, quantisation. For a connected model:
+    /// the engine, its URL and the served model.
+    pub fn info(&self) -> PhpResult<ZBox<ZendHashTable>> {
+        let info = match self.backend()? {
+            Backend::Local(model) => local_info(&model.info()),
+            Backend::Remote(remote) => serde_json::json!({
+                "backend": "remote",
+                "engine": remote.engine().name(),
+                "url": remote.url(),
+                "model": remote.model_name(),
+                "context_length": remote.context_length(),
+            }),
+        };
+        let zval = convert::json_to_zval(&info)
+            .map_err(|e| super::exceptions::infer_exception(e.to_string()))?;
+        zval.array()
+            .map(ToOwned::to_owned)
+            .ok_or_else(|| super::exceptions::infer_exception("info is not an array"))
+    }
+
     /// The context length the model was trained for.
     pub fn context_length(&self) -> PhpResult<i64> {
         Ok(i64::from(match self.backend()? {
@@ -425,4 +448,35 @@ impl Model {
             Backend::Remote(remote) => remote.render_prompt(&prompt.messages, &params)?,
         })
     }
+}
+
+/// `Model::info()` of a model in process, as the array PHP gets.
+fn local_info(info: &crate::engine::ModelInfo) -> serde_json::Value {
+    let devices: Vec<serde_json::Value> = info
+        .devices
+        .iter()
+        .map(|d| {
+            serde_json::json!({
+                "name": d.name,
+                "description": d.description,
+                "backend": d.backend,
+                "type": d.kind,
+                "memory_total": d.memory_total,
+                "memory_free": d.memory_free,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "backend": info.backend,
+        "backends": info.backends,
+        "devices": devices,
+        "gpu_layers": info.gpu_layers,
+        "layers": info.layers,
+        "context_length": info.context_length,
+        "context_size": info.context_size,
+        "threads": info.threads,
+        "file_size": info.file_size,
+        "parameters": info.parameters,
+        "quantization": info.quantization,
+    })
 }

@@ -42,6 +42,7 @@ pub fn schema_json_grammar(
 /// The keys `Model::load()` accepts.
 pub const LOAD_KEYS: &[&str] = &[
     "n_gpu_layers",
+    "main_gpu",
     "use_mmap",
     "use_mlock",
     "n_threads",
@@ -161,6 +162,7 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
 /// The keys `RerankModel::load()` accepts.
 pub const RERANK_KEYS: &[&str] = &[
     "n_gpu_layers",
+    "main_gpu",
     "use_mmap",
     "use_mlock",
     "n_threads",
@@ -205,6 +207,7 @@ fn weights_option(
 ) -> Result<(), Problem> {
     match key {
         "n_gpu_layers" => params.n_gpu_layers = int_in(key, value, 0, "an int >= 0")?,
+        "main_gpu" => params.main_gpu = Some(int_in(key, value, 0, "an int >= 0")?),
         "n_threads" => {
             let what = format!("an int between 1 and {MAX_THREADS}");
             params.n_threads = convert::int(value)

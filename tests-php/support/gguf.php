@@ -85,3 +85,62 @@ function gguf_metadata(string $path): array
         fclose($fh);
     }
 }
+
+/**
+ * The number of weights in a GGUF file: the product of each tensor's
+ * dimensions, summed, read from its tensor table (not by llama.cpp).
+ */
+function gguf_parameter_count(string $path): int
+{
+    $fh = fopen($path, 'rb');
+    if ($fh === false) {
+        throw new \RuntimeException("cannot open $path");
+    }
+    try {
+        $u32 = static fn (): int => unpack('V', fread($fh, 4))[1];
+        $u64 = static fn (): int => unpack('P', fread($fh, 8))[1];
+        $skipString = static function () use ($fh, $u64): void {
+            $n = $u64();
+            if ($n > 0) {
+                fseek($fh, $n, SEEK_CUR);
+            }
+        };
+        $fixed = [0 => 1, 1 => 1, 2 => 2, 3 => 2, 4 => 4, 5 => 4, 6 => 4, 7 => 1, 10 => 8, 11 => 8, 12 => 8];
+        $skipValue = static function (int $type) use (&$skipValue, $fh, $u32, $u64, $skipString, $fixed): void {
+            if ($type === 8) {
+                $skipString();
+            } elseif ($type === 9) {
+                $element = $u32();
+                $n = $u64();
+                for ($i = 0; $i < $n; $i++) {
+                    $skipValue($element);
+                }
+            } else {
+                fseek($fh, $fixed[$type], SEEK_CUR);
+            }
+        };
+        fread($fh, 8); // magic, version
+        $tensors = $u64();
+        $keys = $u64();
+        for ($i = 0; $i < $keys; $i++) {
+            $skipString();
+            $skipValue($u32());
+        }
+        $total = 0;
+        for ($i = 0; $i < $tensors; $i++) {
+            $skipString();
+            $dims = $u32();
+            $product = 1;
+            for ($d = 0; $d < $dims; $d++) {
+                $product *= $u64();
+            }
+            $u32(); // type
+            $u64(); // offset
+            $total += $product;
+        }
+        return $total;
+    } finally {
+        fclose($fh);
+    }
+}
+
