@@ -12,7 +12,10 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-OUT="$ROOT/target/llama-tools"
+# LLAMA_TOOLS_OUT and LLAMA_TOOLS_CMAKE_FLAGS build a variant elsewhere
+# (scripts/gpu-check.sh: -DGGML_CUDA=ON into target/llama-tools-cuda).
+OUT="${LLAMA_TOOLS_OUT:-$ROOT/target/llama-tools}"
+EXTRA_FLAGS=(${LLAMA_TOOLS_CMAKE_FLAGS:-})
 
 if [ -x "$OUT/bin/llama-completion" ] && [ -x "$OUT/bin/llama-bench" ] && [ -x "$OUT/bin/llama-batched-bench" ] \
     && [ -x "$OUT/bin/llama-embedding" ]; then
@@ -43,7 +46,7 @@ printf 'add_subdirectory(completion)\nadd_subdirectory(llama-bench)\nadd_subdire
 cmake -S "$WORK/llama.cpp" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
     -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON >/dev/null
+    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON ${EXTRA_FLAGS[@]+"${EXTRA_FLAGS[@]}"} >/dev/null
 cmake --build "$WORK/build" --config Release -j "$(nproc)" --target llama-completion llama-bench llama-batched-bench llama-embedding
 mkdir -p "$OUT/bin"
 cp "$WORK/build/bin/llama-completion" "$WORK/build/bin/llama-bench" "$WORK/build/bin/llama-batched-bench" \

@@ -37,8 +37,10 @@ final class DevicesTest extends InferTestCase
     public function testACpuBuildRefusesGpuLayers(): void
     {
         if (!self::isCpuBuild()) {
-            // A GPU build (scripts/gpu-check.sh): offload is checked there, on a GPU.
-            $this->assertGreaterThan(1, count(self::compiledBackends()), 'a GPU build lists its GPU backend');
+            // A GPU build, on a GPU machine (scripts/gpu-check.sh): the layers are really offloaded.
+            $info = Model::load(self::modelPath(), ['n_gpu_layers' => 99])->info();
+            $this->assertContains($info['backend'], array_slice(self::compiledBackends(), 1), 'layers run on the GPU backend');
+            $this->assertSame($info['layers'], $info['gpu_layers'], 'every layer offloaded');
             return;
         }
         $message = 'n_gpu_layers = 99 asks for a GPU, but this build of infer has no GPU backend (compiled backends: cpu); build the extension with one: `make build GPU=cuda` (or vulkan, metal)';

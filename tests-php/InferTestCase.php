@@ -41,10 +41,14 @@ abstract class InferTestCase extends TestCase
         return $path;
     }
 
-    /** The default model, loaded once for the whole run. */
+    /**
+     * The default model, loaded once for the whole run. INFER_TEST_GPU_LAYERS
+     * (scripts/gpu-check.sh, on a GPU build) offloads its layers.
+     */
     protected static function model(): Model
     {
-        return self::$model ??= Model::load(self::modelPath());
+        $layers = getenv('INFER_TEST_GPU_LAYERS');
+        return self::$model ??= Model::load(self::modelPath(), $layers === false ? [] : ['n_gpu_layers' => (int) $layers]);
     }
 
     /**
