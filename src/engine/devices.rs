@@ -67,28 +67,26 @@ pub fn devices() -> Vec<Device> {
         .collect()
 }
 
-/// The GPU devices, in the order `main_gpu` counts them.
-pub fn gpus() -> Vec<Device> {
-    devices().into_iter().filter(Device::is_gpu).collect()
-}
-
 /// Refuse `n_gpu_layers > 0` or a `main_gpu` with no GPU to honour them.
-pub fn check(params: &LoadParams) -> Result<(), LoadError> {
+/// `Ok(Some(i))`: ggml's index of the device `main_gpu` names.
+pub fn check(params: &LoadParams) -> Result<Option<usize>, LoadError> {
     let wants_gpu = params.n_gpu_layers > 0 || params.main_gpu.is_some();
     if !wants_gpu {
-        return Ok(());
+        return Ok(None);
     }
-    let backends = compiled_backends().join(", ");
-    let gpus = gpus();
+    let compiled = compiled_backends();
+    let backends = compiled.join(", ");
     let asked = match (params.n_gpu_layers, params.main_gpu) {
         (0, Some(i)) => format!("main_gpu = {i}"),
         (n, _) => format!("n_gpu_layers = {n}"),
     };
-    if compiled_backends().len() == 1 {
+    if compiled.len() == 1 {
         return Err(LoadError::NoGpuBackend { asked, backends });
     }
+    let all = devices();
+    let gpus: Vec<(usize, &Device)> = all.iter().enumerate().filter(|(_, d)| d.is_gpu()).collect();
     if gpus.is_empty() {
-        let found = devices()
+        let found = all
             .iter()
             .map(|d| format!("{} ({})", d.name, d.description))
             .collect::<Vec<_>>()
@@ -99,22 +97,25 @@ pub fn check(params: &LoadParams) -> Result<(), LoadError> {
             found,
         });
     }
-    if let Some(index) = params.main_gpu {
-        if index as usize >= gpus.len() {
+    let Some(index) = params.main_gpu else {
+        return Ok(None);
+    };
+    match gpus.get(index as usize) {
+        Some((device, _)) => Ok(Some(*device)),
+        None => {
             let names = gpus
                 .iter()
                 .enumerate()
-                .map(|(i, d)| format!("{i}: {} ({})", d.name, d.description))
+                .map(|(i, (_, d))| format!("{i}: {} ({})", d.name, d.description))
                 .collect::<Vec<_>>()
                 .join(", ");
-            return Err(LoadError::NoSuchGpu {
+            Err(LoadError::NoSuchGpu {
                 index,
                 count: gpus.len(),
                 names,
-            });
+            })
         }
     }
-    Ok(())
 }
 
 /// The name of the quantisation in `general.file_type` (llama.cpp's

@@ -111,23 +111,15 @@ impl Model {
             path: path.to_path_buf(),
         })?;
         let backend = backend()?;
-        devices::check(params)?;
+        let main_gpu = devices::check(params)?;
         let mut model_params = LlamaModelParams::default();
-        if let Some(index) = params.main_gpu {
-            let gpu = devices::devices()
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| d.is_gpu())
-                .nth(index as usize)
-                .map(|(i, _)| i);
-            if let Some(device) = gpu {
-                model_params =
-                    model_params
-                        .with_devices(&[device])
-                        .map_err(|e| LoadError::Backend {
-                            reason: e.to_string(),
-                        })?;
-            }
+        if let Some(device) = main_gpu {
+            model_params =
+                model_params
+                    .with_devices(&[device])
+                    .map_err(|e| LoadError::Backend {
+                        reason: e.to_string(),
+                    })?;
         }
         let model_params = model_params
             .with_n_gpu_layers(params.n_gpu_layers)

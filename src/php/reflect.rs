@@ -478,17 +478,7 @@ fn enum_type(class: &str) -> Result<FieldType, String> {
     let cases = call(&format!("{class}::cases"), vec![])?;
     let mut values = Vec::new();
     for case in items(&cases) {
-        let v = case_property(case, if backed { "value" } else { "name" })
-            .ok_or("an enum case has no value")?;
-        values.push(match (v.long(), v.string()) {
-            (Some(i), _) => Value::from(i),
-            (None, Some(s)) => Value::from(s),
-            _ => {
-                return Err(format!(
-                    "enum {class} has a case that is neither int nor string"
-                ))
-            }
-        });
+        values.push(case_value(case, backed, class)?);
     }
     if values.is_empty() {
         return Err(format!("enum {class} has no cases"));
@@ -499,6 +489,20 @@ fn enum_type(class: &str) -> Result<FieldType, String> {
         backed,
         values,
     })
+}
+
+/// What stands for an enum case in a schema: its value (`backed`) or its
+/// name.
+fn case_value(case: &Zval, backed: bool, class: &str) -> Result<Value, String> {
+    let v = case_property(case, if backed { "value" } else { "name" })
+        .ok_or_else(|| format!("enum {class} has a case without a value"))?;
+    match (v.long(), v.string()) {
+        (Some(i), _) => Ok(Value::from(i)),
+        (None, Some(s)) => Ok(Value::from(s)),
+        _ => Err(format!(
+            "enum {class} has a case that is neither int nor string"
+        )),
+    }
 }
 
 /// A property of an enum case (`name`, `value`), read from its table:
@@ -530,16 +534,8 @@ pub fn enum_value(item: &Zval) -> Result<Value, String> {
     if let Some(object) = item.object() {
         let class = object.get_class_name().unwrap_or_default();
         if truthy(&call("enum_exists", vec![&class.as_str()])?) {
-            let v = case_property(item, "value")
-                .or_else(|| case_property(item, "name"))
-                .ok_or("an enum case has no name")?;
-            return match (v.long(), v.string()) {
-                (Some(i), _) => Ok(Value::from(i)),
-                (None, Some(s)) => Ok(Value::from(s)),
-                _ => Err(format!(
-                    "enum {class}: a case value is neither int nor string"
-                )),
-            };
+            let backed = case_property(item, "value").is_some();
+            return case_value(item, backed, &class);
         }
     }
     convert::json_value(item, "enum value")
@@ -769,19 +765,21 @@ impl Hydrator<'_> {
             if passed.contains(&field.name) {
                 continue;
             }
-            let value = match values.get(&field.name) {
-                Some(v) => v.shallow_clone(),
-                None => {
-                    // Left out: a promoted parameter's default is not set
-                    // when the constructor is skipped.
-                    let rp = method(&rc, "getProperty", vec![&field.name.as_str()])?;
-                    match promoted_default(&rp, &ctor, &field.name)? {
-                        Some(d) if !callable => d,
-                        _ => continue,
-                    }
-                }
-            };
+            let given = values.get(&field.name);
+            if given.is_none() && callable {
+                // Left out: the constructor gave it its default.
+                continue;
+            }
             let rp = method(&rc, "getProperty", vec![&field.name.as_str()])?;
+            let value = match given {
+                Some(v) => v.shallow_clone(),
+                // Left out, constructor skipped: a promoted parameter's
+                // default is set here; a property's own default is there.
+                None => match promoted_default(&rp, &ctor, &field.name)? {
+                    Some(d) => d,
+                    None => continue,
+                },
+            };
             method(&rp, "setValue", vec![&object, &value])
                 .map_err(|e| format!("at {}: {class}::${}: {e}", shown(path), field.name))?;
         }
