@@ -5,7 +5,7 @@
 //! bounded: by default `{"a": 1, "b": [1, 2]}` (", " between members, ": "
 //! after keys, nothing else).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::canonical;
 use super::formats::Format;
@@ -47,6 +47,7 @@ pub fn emit(
         rules: BTreeMap::new(),
         order: Vec::new(),
         used_names: HashMap::new(),
+        given: HashSet::new(),
         def_rules: vec![None; defs.nodes.len()],
         pending: Vec::new(),
         hoisted: HashMap::new(),
@@ -123,6 +124,8 @@ struct Emitter<'a> {
     rules: BTreeMap<String, Expr>,
     order: Vec<String>,
     used_names: HashMap<String, usize>,
+    /// Every name [`Emitter::fresh`] gave.
+    given: HashSet<String>,
     def_rules: Vec<Option<String>>,
     pending: Vec<usize>,
     /// The grammar of each string node written from an automaton.
@@ -238,12 +241,21 @@ impl Emitter<'_> {
         if base.is_empty() {
             base.push('r');
         }
-        let n = self.used_names.entry(base.clone()).or_insert(0);
-        *n += 1;
-        if *n == 1 && !is_shared(&base) {
-            base
-        } else {
-            format!("{base}-{n}")
+        // Numbered names of one hint can meet the plain name of another
+        // (`root` is shared, so its first array is `root-1`, the name the
+        // hint `root-1` asks for first): a name is never given twice.
+        let mut n = self.used_names.get(&base).copied().unwrap_or(0);
+        loop {
+            n += 1;
+            let name = if n == 1 && !is_shared(&base) {
+                base.clone()
+            } else {
+                format!("{base}-{n}")
+            };
+            if self.given.insert(name.clone()) {
+                self.used_names.insert(base, n);
+                return name;
+            }
         }
     }
 

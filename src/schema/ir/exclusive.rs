@@ -45,11 +45,18 @@ fn excludes_at(out: &Node, against: &Node, defs: &Defs, depth: usize) -> bool {
 }
 
 /// An object from `a` always fails validation against `b`: a property `a`
-/// always emits has a value `b` rejects, or `b` requires a key `a` never emits.
+/// always emits has a value `b` rejects, or `b` requires a key `a` never
+/// has. "Never has" is read as JSON Schema reads `a`, not as its grammar
+/// writes it: a key its grammar leaves out only by the strict defaults
+/// (`additionalProperties` absent) comes back when `a` is later merged
+/// with a schema that declares it (a dependency, `allOf`), and the proof
+/// must hold for what `a` becomes then.
 fn objects_exclude(a: &ObjNode, b: &ObjNode, defs: &Defs, depth: usize) -> bool {
-    // Implicitly required properties whose value recurses may be left
-    // optional by the emitter, so only the others are sure to be emitted.
-    let always_emitted = |p: &&Prop| p.required && (!p.implicit || !contains_ref(&p.node));
+    // Only properties a schema requires are sure to be there: one the
+    // strict defaults require is dropped when a merge leaves it no value
+    // (`additionalProperties: false` beside a dependency or a narrowed
+    // `oneOf` branch), and left optional where its value recurses.
+    let always_emitted = |p: &&Prop| p.required && !p.implicit;
     let emitted_value_rejected = a
         .props
         .iter()
@@ -63,29 +70,10 @@ fn objects_exclude(a: &ObjNode, b: &ObjNode, defs: &Defs, depth: usize) -> bool 
             let in_a = a.props.iter().find(|q| q.name == p.name);
             match in_a {
                 Some(q) => q.node == Node::Never,
-                None => *a.schema_of(&p.name) == Node::Never,
+                None => *a.real_schema_of(&p.name) == Node::Never,
             }
         });
     emitted_value_rejected || required_never_emitted
-}
-
-/// Whether a `$ref` occurs anywhere in `node`.
-fn contains_ref(node: &Node) -> bool {
-    match node {
-        Node::Ref(_) => true,
-        Node::AnyOf(bs) | Node::OneOf(bs) => bs.iter().any(contains_ref),
-        Node::Arr(a) => {
-            a.prefix.iter().any(contains_ref)
-                || contains_ref(&a.items)
-                || a.contains.as_ref().is_some_and(|c| {
-                    contains_ref(&c.node) || c.outside.as_ref().is_some_and(contains_ref)
-                })
-        }
-        Node::Obj(o) => {
-            o.props.iter().any(|p| contains_ref(&p.node)) || contains_ref(&o.additional)
-        }
-        _ => false,
-    }
 }
 
 #[cfg(test)]

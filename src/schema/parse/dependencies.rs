@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 
 use super::{err, escape_pointer, wrong, Ctx};
 use crate::schema::error::{ErrorKind, SchemaError};
-use crate::schema::ir::{any_of, Node, ObjNode, Prop};
+use crate::schema::ir::{any_of, ArrNode, Node, ObjNode, Prop, StrNode};
+use crate::schema::range::NumRange;
 
 /// The most alternatives the dependencies of one object may split it into.
 pub const MAX_DEPENDENCY_CASES: usize = 64;
@@ -99,9 +100,34 @@ impl<'a> Ctx<'a> {
                 }
                 return Ok(any_of(out));
             }
+            // Exclusive cases (an earlier dependency met through `oneOf`):
+            // each narrowed on its own stays apart from the others.
+            Node::OneOf(branches) => {
+                let mut out = Vec::with_capacity(branches.len());
+                for b in branches {
+                    match self.apply(b, dep, ptr)? {
+                        Node::Never => {}
+                        other => out.push(other),
+                    }
+                }
+                return Ok(match out.len() {
+                    0 => Node::Never,
+                    1 => out.pop().unwrap_or(Node::Never),
+                    _ => Node::OneOf(out),
+                });
+            }
             Node::Obj(o) => o,
-            // Not an object: dependencies do not apply.
-            other => return Ok(other.clone()),
+            // Values that are surely not objects: dependencies do not apply.
+            Node::Null | Node::Bool | Node::Int(_) | Node::Num(_) | Node::Str(_) | Node::Arr(_) => {
+                return Ok(node.clone())
+            }
+            Node::Never => return Ok(Node::Never),
+            // Anything else (a `$ref`, an enum, any value): intersected with
+            // the dependency as a schema of its own.
+            Node::Any | Node::Enum(_) | Node::Ref(_) => {
+                let dependency = self.as_schema(dep, ptr)?;
+                return self.merge(node, &dependency, ptr, dep.keyword);
+            }
         };
         let k = dep.keyword;
         let required = object
@@ -133,6 +159,23 @@ impl<'a> Ctx<'a> {
                 ))
             }
         }
+    }
+}
+
+impl Ctx<'_> {
+    /// The dependency as a schema of any value: not an object, an object
+    /// without its key, or one with its key that meets it.
+    fn as_schema(&mut self, dep: &Dependency, ptr: &str) -> Result<Node, SchemaError> {
+        let with_key = self.merge(&key_present(&dep.key), &dep.node, ptr, dep.keyword)?;
+        Ok(any_of(vec![
+            Node::Null,
+            Node::Bool,
+            Node::Num(NumRange::default()),
+            Node::Str(StrNode::default()),
+            Node::Arr(ArrNode::any()),
+            key_absent(&dep.key),
+            with_key,
+        ]))
     }
 }
 

@@ -470,6 +470,17 @@ impl<'a> Ctx<'a> {
         node
     }
 
+    /// `value` read as a test ([`Ctx::as_test`]) when that reading is exact
+    /// (no subset written for want of a grammar): exactly the values a
+    /// validator accepts. `None` otherwise, or when it cannot be read.
+    fn exact_test(&mut self, value: &'a Value, ptr: &str, depth: usize) -> Option<Node> {
+        let approximated = self.approximated.take();
+        let node = self.as_test(value, ptr, depth);
+        let exact = self.approximated.is_none();
+        self.approximated = approximated;
+        node.ok().filter(|_| exact)
+    }
+
     /// `a` ∩ `b`, where a definition still being read becomes a merge
     /// computed once every definition is read.
     fn intersect(&mut self, a: &Node, b: &Node) -> Result<Node, String> {
@@ -571,25 +582,41 @@ impl<'a> Ctx<'a> {
                 kept.push((i, m));
             }
         }
+        // What each branch accepts as a validator reads it, where that can
+        // be written exactly: what a branch's grammar writes must fail every
+        // other branch as JSON Schema reads it, not only as its grammar is
+        // written (`{"multipleOf": 3}` writes numbers and accepts objects),
+        // and that includes the branches whose grammar writes nothing here.
+        let items: &[Value] = match raw {
+            Value::Array(items) => items,
+            _ => &[],
+        };
+        let mut tests: Vec<Option<Node>> = Vec::with_capacity(items.len());
+        for (j, item) in items.iter().enumerate() {
+            let test = self.exact_test(item, &format!("{ptr}/oneOf/{j}"), depth + 1);
+            tests.push(test);
+        }
+        // For each kept branch, the other branches (by index) it may meet.
         let mut overlaps: Vec<Vec<usize>> = vec![Vec::new(); kept.len()];
-        for x in 0..kept.len() {
-            for y in x + 1..kept.len() {
-                let (a, b) = (&kept[x].1, &kept[y].1);
-                if !(ir::excludes(a, b, &self.defs) && ir::excludes(b, a, &self.defs)) {
-                    overlaps[x].push(y);
-                    overlaps[y].push(x);
+        for (x, (i, node)) in kept.iter().enumerate() {
+            for j in (0..items.len()).filter(|j| j != i) {
+                let apart = tests
+                    .get(j)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|t| ir::excludes(node, t, &self.defs));
+                if !apart {
+                    overlaps[x].push(j);
                 }
             }
         }
         let mut nodes: Vec<Node> = Vec::with_capacity(kept.len());
         let mut first_overlap = None;
         for (x, (i, node)) in kept.iter().enumerate() {
-            if let (None, Some(&y)) = (first_overlap, overlaps[x].first()) {
-                first_overlap = Some((*i, kept[y].0));
+            if let (None, Some(&j)) = (first_overlap, overlaps[x].first()) {
+                first_overlap = Some((*i, j));
             }
             let mut node = node.clone();
-            for &y in &overlaps[x] {
-                let j = kept[y].0;
+            for &j in &overlaps[x] {
                 let not_exclusive = || {
                     err(
                         ptr,
