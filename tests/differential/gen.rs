@@ -106,6 +106,11 @@ pub struct Gen<S: Source> {
     pub dialect: Dialect,
     /// Nodes left to write in the current schema (bounds its size).
     budget: u32,
+    /// The definitions of the current schema (`$defs`/`definitions`), and
+    /// how many of them exist yet (a definition may refer to itself and to
+    /// those before it: recursion).
+    defs: Vec<Value>,
+    defining: usize,
 }
 
 impl<S: Source> Gen<S> {
@@ -114,6 +119,8 @@ impl<S: Source> Gen<S> {
             src,
             dialect: Dialect::Draft7,
             budget: 0,
+            defs: Vec::new(),
+            defining: 0,
         }
     }
 
@@ -138,16 +145,59 @@ impl<S: Source> Gen<S> {
             Dialect::Draft2020
         };
         self.budget = 6 + self.src.below(14);
+        self.defs.clear();
+        self.defining = 0;
+        let n_defs = if self.chance(1, 4) { 1 + self.pick(2) } else { 0 };
+        for i in 0..n_defs {
+            self.defining = i + 1;
+            let d = match self.pick(3) {
+                0 => self.object_schema(1),
+                _ => self.any_schema(1),
+            };
+            self.defs.push(d);
+        }
         let mut root = match self.pick(4) {
             0 | 1 => self.object_schema(0),
             _ => self.any_schema(0),
         };
+        if !root.is_object() {
+            root = json!({"allOf": [root]});
+        }
         if let Value::Object(m) = &mut root {
             m.insert("$schema".into(), json!(self.dialect.uri()));
-        } else {
-            root = json!({"$schema": self.dialect.uri(), "allOf": [root]});
+            if !self.defs.is_empty() {
+                let defs: Map<String, Value> = self
+                    .defs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| (format!("d{i}"), d.clone()))
+                    .collect();
+                m.insert(self.defs_keyword().into(), Value::Object(defs));
+            }
         }
         root
+    }
+
+    fn defs_keyword(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Draft7 => "definitions",
+            Dialect::Draft2020 => "$defs",
+        }
+    }
+
+    /// A reference to a definition written so far (or being written).
+    fn reference(&mut self) -> Option<Value> {
+        if self.defining == 0 {
+            return None;
+        }
+        let i = self.pick(self.defining);
+        Some(json!({"$ref": format!("#/{}/d{i}", self.defs_keyword())}))
+    }
+
+    /// The definition `reference` names.
+    fn resolve<'v>(&'v self, reference: &str) -> Option<&'v Value> {
+        let i: usize = reference.rsplit("/d").next()?.parse().ok()?;
+        self.defs.get(i)
     }
 
     fn spend(&mut self) -> bool {
@@ -162,6 +212,11 @@ impl<S: Source> Gen<S> {
     pub fn any_schema(&mut self, depth: u32) -> Value {
         if !self.spend() || depth > 4 {
             return self.leaf();
+        }
+        if self.chance(1, 10) {
+            if let Some(r) = self.reference() {
+                return r;
+            }
         }
         match self.pick(15) {
             0..=2 => self.leaf(),
@@ -571,6 +626,11 @@ impl<S: Source> Gen<S> {
         };
         if depth > 5 || self.chance(1, 12) {
             return self.random_value(depth);
+        }
+        if let Some(Value::String(r)) = m.get("$ref") {
+            if let Some(target) = self.resolve(r).cloned() {
+                return self.instance(&target, depth + 1);
+            }
         }
         if let Some(Value::Array(values)) = m.get("enum") {
             if !values.is_empty() && self.chance(5, 6) {
