@@ -134,15 +134,7 @@ impl Renderer {
         vars: &Map<String, Json>,
         tools: Option<&Json>,
     ) -> InferenceResult<String> {
-        if messages.is_empty() {
-            return Err(InferenceError::NoMessages);
-        }
-        if let Some(index) = messages.iter().position(|m| m.content.contains('\0')) {
-            return Err(InferenceError::NulInMessage {
-                index,
-                role: messages[index].role.as_str(),
-            });
-        }
+        check_messages(messages)?;
         match self {
             Renderer::Jinja(template) => template
                 .render(&RenderInput {
@@ -175,6 +167,21 @@ impl Renderer {
             }
         }
     }
+}
+
+/// What every rendering asks of a conversation: at least one message, and
+/// no NUL byte in a message's text.
+pub fn check_messages(messages: &[Message]) -> InferenceResult<()> {
+    if messages.is_empty() {
+        return Err(InferenceError::NoMessages);
+    }
+    if let Some(index) = messages.iter().position(|m| m.content.contains('\0')) {
+        return Err(InferenceError::NulInMessage {
+            index,
+            role: messages[index].role.as_str(),
+        });
+    }
+    Ok(())
 }
 
 /// `messages` in llama.cpp's built-in ChatML format.

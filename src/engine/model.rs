@@ -23,7 +23,7 @@ use super::embed;
 use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::generate::{self, Generation};
 use super::params::{Constraint, GenerateParams, LoadParams, Pooling, StopCheck};
-use super::plain_text::{ControlTexts, Masked, Segments};
+use super::plain_text::{ControlTexts, Inputs, Masked, Segments};
 use super::reasoning::Parts;
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
@@ -284,8 +284,17 @@ impl Model {
         let control = self
             .control
             .get_or_init(|| ControlTexts::new(context::control_texts(self.model())));
-        let masked = Masked::new(messages, control);
-        Ok(masked.unmask(&self.render(&masked.messages, vars, tools.as_ref())?))
+        // The conversation's checks see the strings as they are.
+        chat::check_messages(messages)?;
+        let masked = Masked::new(
+            Inputs {
+                messages,
+                tools: tools.as_ref(),
+                vars,
+            },
+            control,
+        );
+        Ok(masked.unmask(&self.render(&masked.messages, &masked.vars, masked.tools.as_ref())?))
     }
 
     /// The text [`Model::chat`] gives the model for `messages` with

@@ -441,7 +441,9 @@ impl Model {
     /// markup, which templates then see whole).
     #[php(defaults(options = OptionsArg::none()))]
     pub fn render_prompt(&self, prompt: &Prompt, options: OptionsArg<'_>) -> PhpResult<String> {
-        let backend = self.backend()?;
+        // A connected model refuses what it cannot render (`tools`) as
+        // `chat()` does, rather than rendering without it.
+        let backend = self.generating(&options)?;
         let params = generate_params(1, 1, 0.0, 0, options)?;
         Ok(match backend {
             Backend::Local(model) => model.render_prompt(&prompt.messages, &params)?,

@@ -38,7 +38,7 @@ use self::http::{Http, HttpConfig};
 use super::chat::{Message, Renderer};
 use super::error::{InferenceError, InferenceResult, List};
 use super::params::GenerateParams;
-use super::plain_text::{Masked, Segments};
+use super::plain_text::{Inputs, Masked, Segments};
 use super::reasoning::Parts;
 use super::template::ChatTemplate;
 
@@ -478,48 +478,60 @@ impl Remote {
         llama_server::tokens(&answer).map_err(|d| self.bad_body(d).into())
     }
 
-    /// A conversation rendered as the local engine renders it: messages
-    /// holding control-token markup go through the template as placeholders
-    /// and come back as plain pieces. Whether a message holds markup is the
-    /// server's tokenizer's call: its tokens differ with special tokens
-    /// parsed and without.
+    /// A conversation rendered as the local engine renders it: strings from
+    /// outside the template holding control-token markup go through it as
+    /// placeholders and come back as plain pieces. Whether a string holds
+    /// markup is the server's tokenizer's call: its tokens differ with
+    /// special tokens parsed and without.
     fn chat_segments(
         &self,
         messages: &[Message],
         params: &GenerateParams,
     ) -> InferenceResult<Segments> {
         let info = self.llama()?;
-        let render = |messages: &[Message]| {
-            info.renderer.render(
-                None,
-                messages,
-                (&info.bos, &info.eos),
-                &params.template_vars,
-                None,
-            )
+        let render = |messages: &[Message], vars: &serde_json::Map<String, Json>| {
+            info.renderer
+                .render(None, messages, (&info.bos, &info.eos), vars, None)
         };
         if params.special_tokens_in_messages.unwrap_or(false) {
-            return Ok(Segments::template(render(messages)?));
+            return Ok(Segments::template(render(messages, &params.template_vars)?));
         }
         // The template's own checks (no messages, NUL bytes) come first.
-        render(messages)?;
-        let mut holds_markup = Vec::with_capacity(messages.len());
-        for message in messages {
-            holds_markup.push(self.holds_markup(&message.content)?);
-        }
-        let mut flags = holds_markup.into_iter();
-        let masked = Masked::new_by(messages, |_| flags.next().unwrap_or(true));
-        Ok(masked.unmask(&render(&masked.messages)?))
+        render(messages, &params.template_vars)?;
+        let inputs = Inputs {
+            messages,
+            tools: None,
+            vars: &params.template_vars,
+        };
+        // Every string the template is given, in the order masking asks.
+        let mut strings = Vec::new();
+        Masked::new_by(inputs, |s| {
+            strings.push(s.to_owned());
+            false
+        });
+        let mut flags = self.markup_flags(&strings)?.into_iter();
+        let masked = Masked::new_by(inputs, |_| flags.next().unwrap_or(true));
+        Ok(masked.unmask(&render(&masked.messages, &masked.vars)?))
     }
 
-    fn holds_markup(&self, content: &str) -> InferenceResult<bool> {
-        if content.is_empty() {
+    /// Whether each of `strings` holds control-token markup. All of them
+    /// are asked at once first (two requests); only when that finds markup
+    /// is each asked on its own.
+    fn markup_flags(&self, strings: &[String]) -> InferenceResult<Vec<bool>> {
+        if strings.is_empty() {
+            return Ok(Vec::new());
+        }
+        if !self.holds_markup(&strings.join("\n"))? {
+            return Ok(vec![false; strings.len()]);
+        }
+        strings.iter().map(|s| self.holds_markup(s)).collect()
+    }
+
+    fn holds_markup(&self, text: &str) -> InferenceResult<bool> {
+        if text.is_empty() {
             return Ok(false);
         }
-        if Masked::holds_placeholder_mark(content) {
-            return Ok(true);
-        }
-        Ok(self.tokenize(content, false, true)? != self.tokenize(content, false, false)?)
+        Ok(self.tokenize(text, false, true)? != self.tokenize(text, false, false)?)
     }
 
     /// The tokens of a rendered conversation, as `Model::chat_tokens`
