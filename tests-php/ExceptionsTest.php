@@ -72,4 +72,32 @@ final class ExceptionsTest extends InferTestCase
             $this->assertSame(ModelLoadException::class, get_class($e));
         }
     }
+
+    /**
+     * The published API's test of `new Model()` reads the message with the phpt pattern `%sModel::load()%s`: text
+     * on both sides of the factory's name. Every class without a public constructor words it the same way.
+     */
+    public function testNewOnAClassWithoutConstructorNamesTheFactoryInsideASentence(): void
+    {
+        $factories = [
+            'Model' => 'Model::load()',
+            'RerankModel' => 'RerankModel::load()',
+            'Response' => 'Model::chat()',
+            'Message' => 'Prompt::messages()',
+            'ToolCall' => 'Response::toolCalls()',
+        ];
+        foreach ($factories as $class => $factory) {
+            $fqcn = 'Displace\\Infer\\' . $class;
+            $e = $this->assertThrows(InferException::class, $factory, fn () => new $fqcn());
+            $this->assertSame("{$fqcn} cannot be created with new; use {$factory} instead.", $e->getMessage());
+        }
+        foreach (['Prompt', 'Grammar', 'Stream', 'Embedding', 'Schema'] as $class) {
+            $fqcn = 'Displace\\Infer\\' . $class;
+            $e = $this->assertThrows(InferException::class, 'cannot be created with new; use ', fn () => new $fqcn());
+            $this->assertMatchesRegularExpression('/ instead\.$/', $e->getMessage());
+        }
+        // The phpt's `%s` is one or more characters other than a newline.
+        $e = $this->assertThrows(InferException::class, 'Model::load()', fn () => new \Displace\Infer\Model());
+        $this->assertMatchesRegularExpression('/^[^\n]+Model::load\(\)[^\n]+$/', $e->getMessage());
+    }
 }

@@ -95,8 +95,7 @@ pub(super) fn control_texts(model: &LlamaModel) -> Vec<String> {
 pub struct Context {
     ctx: NonNull<sys::llama_context>,
     threadpool: NonNull<sys::ggml_threadpool>,
-    batch: sys::llama_batch,
-    batch_capacity: usize,
+    batch: TokenBatch,
     n_vocab: usize,
     /// Cells of each sequence.
     n_ctx: u32,
@@ -324,12 +323,17 @@ impl Context {
                 Some(abort_requested),
                 std::ptr::from_ref::<Abort>(&abort).cast_mut().cast(),
             );
-            let batch = sys::llama_batch_init(n_batch as i32, 0, 1);
+            let Some(batch) = TokenBatch::new(n_batch as usize) else {
+                sys::llama_free(ctx.as_ptr());
+                sys::ggml_threadpool_free(threadpool.as_ptr());
+                return Err(failed(format!(
+                    "could not allocate a batch of {n_batch} tokens"
+                )));
+            };
             Ok(Self {
                 ctx,
                 threadpool,
                 batch,
-                batch_capacity: n_batch as usize,
                 n_vocab: model.n_vocab().max(0) as usize,
                 n_ctx,
                 n_seq,
@@ -379,7 +383,7 @@ impl Context {
 
     /// Largest number of tokens one [`Context::decode`] takes.
     pub fn batch_capacity(&self) -> usize {
-        self.batch_capacity
+        self.batch.capacity
     }
 
     /// False in a process forked after the context was created: its threads
@@ -413,12 +417,12 @@ impl Context {
         tokens: impl ExactSizeIterator<Item = BatchToken>,
     ) -> InferenceResult<()> {
         let n = tokens.len();
-        if n == 0 || n > self.batch_capacity {
+        if n == 0 || n > self.batch.capacity {
             return Err(InferenceError::DecodeFailed {
-                detail: format!("{n} tokens do not fit a batch of {}", self.batch_capacity),
+                detail: format!("{n} tokens do not fit a batch of {}", self.batch.capacity),
             });
         }
-        let b = &mut self.batch;
+        let b = &mut self.batch.raw;
         for (i, t) in tokens.enumerate().take(n) {
             if t.seq >= self.n_seq || t.pos >= self.n_ctx as usize {
                 return Err(InferenceError::DecodeFailed {
@@ -428,8 +432,8 @@ impl Context {
                     ),
                 });
             }
-            // SAFETY: the batch was allocated for `batch_capacity` tokens
-            // with one sequence id each, and `i < n <= batch_capacity`.
+            // SAFETY: a `TokenBatch` holds every array for `capacity`
+            // tokens with one sequence id each, and `i < n <= capacity`.
             unsafe {
                 *b.token.add(i) = t.token.0;
                 *b.pos.add(i) = t.pos as i32;
@@ -459,7 +463,7 @@ impl Context {
     /// The logits of the last token of the last batch (which must have asked
     /// for them).
     pub fn last_logits(&self) -> InferenceResult<&[f32]> {
-        self.logits(self.batch.n_tokens.max(1) as usize - 1)
+        self.logits(self.batch.raw.n_tokens.max(1) as usize - 1)
     }
 
     /// The logits of the `index`-th token of the last batch (which must have
@@ -469,7 +473,7 @@ impl Context {
             detail: format!("no logits for token {index} of the batch"),
         };
         let i = i32::try_from(index).map_err(|_| missing())?;
-        if i >= self.batch.n_tokens {
+        if i >= self.batch.raw.n_tokens {
             return Err(missing());
         }
         // SAFETY: llama.cpp returns null for an index without logits, else a
@@ -598,8 +602,49 @@ impl Drop for Context {
         unsafe {
             sys::llama_free(self.ctx.as_ptr());
             sys::ggml_threadpool_free(self.threadpool.as_ptr());
-            sys::llama_batch_free(self.batch);
         }
+    }
+}
+
+/// llama.cpp's batch buffer for `capacity` tokens of one sequence id each,
+/// every array of which was allocated (checked when it is made: llama.cpp
+/// does not check its allocations), freed once when dropped.
+struct TokenBatch {
+    raw: sys::llama_batch,
+    capacity: usize,
+}
+
+impl TokenBatch {
+    /// A batch for `capacity` tokens; `None` when an allocation failed.
+    fn new(capacity: usize) -> Option<Self> {
+        let n = i32::try_from(capacity).ok().filter(|n| *n > 0)?;
+        // SAFETY: a plain allocation, checked by `checked`.
+        Self::checked(unsafe { sys::llama_batch_init(n, 0, 1) }, capacity)
+    }
+
+    /// `raw` (from `llama_batch_init` for `capacity` tokens, one sequence
+    /// id each) when every array it needs is there; freed otherwise.
+    fn checked(raw: sys::llama_batch, capacity: usize) -> Option<Self> {
+        let batch = Self { raw, capacity };
+        let b = &batch.raw;
+        let arrays = !(b.token.is_null()
+            || b.pos.is_null()
+            || b.n_seq_id.is_null()
+            || b.seq_id.is_null()
+            || b.logits.is_null());
+        // SAFETY: `seq_id`, when allocated, holds `capacity` entries and a
+        // null after them.
+        let complete = arrays && (0..capacity).all(|i| unsafe { !(*b.seq_id.add(i)).is_null() });
+        // Dropped when incomplete: `llama_batch_free` frees what was
+        // allocated and skips the null pointers.
+        complete.then_some(batch)
+    }
+}
+
+impl Drop for TokenBatch {
+    fn drop(&mut self) {
+        // SAFETY: made by `llama_batch_init`, freed once.
+        unsafe { sys::llama_batch_free(self.raw) }
     }
 }
 
@@ -611,6 +656,28 @@ mod tests {
     use crate::engine::backend::backend;
 
     include!("../../tests/common/paths.rs");
+
+    #[test]
+    fn a_batch_with_an_array_missing_is_refused() {
+        let batch = TokenBatch::new(8).expect("a batch of 8 tokens");
+        assert_eq!(batch.capacity, 8);
+        assert!(TokenBatch::new(0).is_none());
+        assert!(TokenBatch::new(usize::MAX).is_none());
+        // As if `malloc` had failed for one array: the batch is refused and
+        // what was allocated is freed.
+        // SAFETY: a plain allocation; the array is freed once, by hand, and
+        // its pointer nulled so that `llama_batch_free` skips it.
+        let mut raw = unsafe { sys::llama_batch_init(8, 0, 1) };
+        unsafe { libc::free(raw.logits.cast()) };
+        raw.logits = std::ptr::null_mut();
+        assert!(TokenBatch::checked(raw, 8).is_none());
+        let raw = unsafe { sys::llama_batch_init(8, 0, 1) };
+        unsafe { libc::free((*raw.seq_id.add(3)).cast()) };
+        // The entries after it leak in this test: `llama_batch_free` stops
+        // at the first null.
+        unsafe { *raw.seq_id.add(3) = std::ptr::null_mut() };
+        assert!(TokenBatch::checked(raw, 8).is_none());
+    }
 
     /// Fails loudly if llama-cpp-2's `LlamaModel` ever stops being the bare
     /// pointer `model_ptr` reads: every query through the raw pointer must

@@ -100,6 +100,6 @@ pub fn type_error(message: impl Into<String>) -> PhpException {
 /// The message of `new X()` on a class that only has factories.
 pub fn no_constructor(class: &str, factory: &str) -> PhpException {
     infer_exception(format!(
-        "Displace\\Infer\\{class} cannot be created with new; use {factory}"
+        "Displace\\Infer\\{class} cannot be created with new; use {factory} instead."
     ))
 }

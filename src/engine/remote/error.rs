@@ -28,6 +28,12 @@ pub enum RemoteError {
         engine: &'static str,
         detail: String,
     },
+    #[error("{url} sent {what} of more than {limit} bytes, more than this client reads; nothing more was read")]
+    TooLarge {
+        url: String,
+        what: &'static str,
+        limit: u64,
+    },
     #[error("the stream from {url} ended without its final event (the server closed the connection mid-reply)")]
     Truncated { url: String },
     #[error("the server at {url} reported an error mid-stream: {message}")]

@@ -14,6 +14,9 @@ use super::error::RemoteError;
 
 /// The most a JSON answer may weigh (embeddings of long lists are large).
 const MAX_BODY: u64 = 512 * 1024 * 1024;
+/// The most one server-sent event may weigh (all its lines): one token's
+/// delta, or the final statistics, weigh a few kilobytes.
+const MAX_EVENT: usize = 16 * 1024 * 1024;
 /// The first pause before a retry; each retry doubles it.
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 
@@ -227,6 +230,11 @@ impl Http {
                     url: self.shown.clone(),
                     seconds: self.config.timeout.as_secs_f64(),
                 },
+                ureq::Error::BodyExceedsLimit(_) => RemoteError::TooLarge {
+                    url: self.shown.clone(),
+                    what: "an answer",
+                    limit: MAX_BODY,
+                },
                 other => RemoteError::BadBody {
                     url: self.shown.clone(),
                     engine,
@@ -375,21 +383,43 @@ impl Events {
         }
         let mut data: Option<String> = None;
         let mut error: Option<String> = None;
-        let mut line = String::new();
+        let mut bytes = Vec::new();
         loop {
-            line.clear();
-            let read = self.reader.read_line(&mut line).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timeout") {
-                    RemoteError::TimedOut {
-                        url: self.url.clone(),
-                        seconds: self.seconds,
+            bytes.clear();
+            let held = data.as_ref().map_or(0, String::len) + error.as_ref().map_or(0, String::len);
+            let budget = MAX_EVENT.saturating_sub(held);
+            // At most one byte past what is left of the event's budget: a
+            // line that long is refused, not read on.
+            let read = (&mut self.reader)
+                .take(budget as u64 + 1)
+                .read_until(b'\n', &mut bytes)
+                .map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timeout")
+                    {
+                        RemoteError::TimedOut {
+                            url: self.url.clone(),
+                            seconds: self.seconds,
+                        }
+                    } else {
+                        RemoteError::Truncated {
+                            url: self.url.clone(),
+                        }
                     }
-                } else {
-                    RemoteError::Truncated {
-                        url: self.url.clone(),
-                    }
-                }
-            })?;
+                })?;
+            if bytes.len() > budget {
+                self.ended = true;
+                return Err(RemoteError::TooLarge {
+                    url: self.url.clone(),
+                    what: "an event",
+                    limit: MAX_EVENT as u64,
+                });
+            }
+            let Ok(line) = std::str::from_utf8(&bytes) else {
+                self.ended = true;
+                return Err(RemoteError::Truncated {
+                    url: self.url.clone(),
+                });
+            };
             if read == 0 {
                 self.ended = true;
                 return Ok(match (error, data) {
@@ -459,6 +489,33 @@ mod tests {
         );
         assert_eq!(events("data: [DONE]"), vec![Event::Data("[DONE]".into())]);
         assert_eq!(events("data:x\r\n\r\n"), vec![Event::Data("x".into())]);
+    }
+
+    #[test]
+    fn an_event_past_the_limit_is_refused_and_reading_stops() {
+        let many_lines = format!("data: {}\n", "y".repeat(1 << 20)).repeat(17);
+        let readers: [Box<dyn BufRead + Send>; 2] = [
+            // A line that never ends.
+            Box::new(BufReader::new(std::io::repeat(b'x'))),
+            // An event of many lines that add up to more than the limit.
+            Box::new(std::io::Cursor::new(many_lines.into_bytes())),
+        ];
+        for reader in readers {
+            let mut events = Events::from_reader(reader, "http://test");
+            let e = events.next_event().unwrap_err();
+            assert!(
+                matches!(e, RemoteError::TooLarge { what: "an event", limit, .. } if limit == MAX_EVENT as u64),
+                "{e:?}"
+            );
+            assert_eq!(
+                e.to_string(),
+                "http://test sent an event of more than 16777216 bytes, more than this client reads; nothing more was read"
+            );
+            assert!(matches!(events.next_event(), Ok(None)));
+        }
+        // Just under the limit is read whole.
+        let big = "z".repeat(MAX_EVENT - 100);
+        assert_eq!(events(&format!("data: {big}\n\n")), vec![Event::Data(big)]);
     }
 
     #[test]
