@@ -147,7 +147,11 @@ impl<S: Source> Gen<S> {
         self.budget = 6 + self.src.below(14);
         self.defs.clear();
         self.defining = 0;
-        let n_defs = if self.chance(1, 4) { 1 + self.pick(2) } else { 0 };
+        let n_defs = if self.chance(1, 4) {
+            1 + self.pick(2)
+        } else {
+            0
+        };
         for i in 0..n_defs {
             self.defining = i + 1;
             let d = match self.pick(3) {
