@@ -32,7 +32,7 @@ impl Source for Seeded {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^= z >> 31;
-        ((z >> 32) * u64::from(n.max(1)) >> 32) as u32
+        (((z >> 32) * u64::from(n.max(1))) >> 32) as u32
     }
 }
 
