@@ -169,6 +169,11 @@ pub struct KeyLang {
 impl KeyLang {
     /// The language of `re`; an error when its automaton is too large.
     pub fn new(re: Re) -> Result<KeyLang, LangError> {
+        if !re.size_within(lang::MAX_RE_NODES) {
+            return Err(LangError::TooLarge {
+                limit: lang::MAX_RE_NODES,
+            });
+        }
         let dfa = lang::automaton(&re)?;
         Ok(KeyLang { re, dfa })
     }

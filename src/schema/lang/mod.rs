@@ -53,7 +53,17 @@ pub enum LangError {
     /// The automaton would need more than [`MAX_STATES`] states.
     #[error("cannot be enforced together with the other string constraints here: their automaton needs more than {limit} states")]
     TooManyStates { limit: usize },
+    /// The description itself has more than [`MAX_RE_NODES`] parts (key
+    /// languages merged again and again through recursive definitions).
+    #[error("cannot be enforced together with the other key constraints here: their description grows past {limit} parts")]
+    TooLarge { limit: usize },
 }
+
+/// The most parts a description of a language may have before its automaton
+/// is built: merging the key languages of recursive definitions nests the
+/// previous description in the next, and would otherwise double it at each
+/// merge.
+pub const MAX_RE_NODES: usize = 20_000;
 
 /// A regular language of strings, described by its construction.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -109,6 +119,24 @@ pub fn automaton(re: &Re) -> Result<Arc<Dfa>, LangError> {
 }
 
 impl Re {
+    /// Whether the description has at most `limit` parts (counted until
+    /// the limit is passed).
+    pub fn size_within(&self, limit: usize) -> bool {
+        fn count(re: &Re, left: &mut usize) -> bool {
+            if *left == 0 {
+                return false;
+            }
+            *left -= 1;
+            match re {
+                Re::Set(_) | Re::Multiple { .. } => true,
+                Re::Seq(xs) | Re::Alt(xs) | Re::And(xs) => xs.iter().all(|x| count(x, left)),
+                Re::Not(x) | Re::Repeat(x, _, _) => count(x, left),
+            }
+        }
+        let mut left = limit;
+        count(self, &mut left)
+    }
+
     /// The empty string only.
     pub fn empty_string() -> Re {
         Re::Seq(Vec::new())
