@@ -108,21 +108,27 @@ abstract class InferTestCase extends TestCase
      */
     protected function modelWithTemplate(string $template): Model
     {
+        return Model::load($this->tempFile(self::ggufWithTemplate($template)));
+    }
+
+    /** The default model's GGUF bytes with $template as its chat template. */
+    protected static function ggufWithTemplate(string $template): string
+    {
         $bytes = file_get_contents(self::modelPath());
         $key = 'tokenizer.chat_template';
         $at = strpos($bytes, $key);
-        $this->assertNotFalse($at);
+        self::assertNotFalse($at);
         $lengthAt = $at + strlen($key) + 4; // after the key: u32 type (8 = string), then u64 length
-        $this->assertSame(8, unpack('V', substr($bytes, $at + strlen($key), 4))[1]);
+        self::assertSame(8, unpack('V', substr($bytes, $at + strlen($key), 4))[1]);
         $length = unpack('P', substr($bytes, $lengthAt, 8))[1];
         $newLength = $length;
         $needed = strlen($template) + 4;
         if ($needed > $length) {
+            // The tensor data after the metadata stays aligned to 32 bytes.
             $newLength = $length + (int) ceil(($needed - $length) / 32) * 32;
         }
         $replacement = $template . '{#' . str_repeat(' ', $newLength - $needed) . '#}';
-        $bytes = substr_replace($bytes, pack('P', $newLength) . $replacement, $lengthAt, 8 + $length);
-        return Model::load($this->tempFile($bytes));
+        return substr_replace($bytes, pack('P', $newLength) . $replacement, $lengthAt, 8 + $length);
     }
 
     /**

@@ -48,19 +48,8 @@ final class PlainTextTest extends InferTestCase
     private static function file(): string
     {
         if (self::$file === null) {
-            $bytes = file_get_contents(self::modelPath());
-            $key = 'tokenizer.chat_template';
-            $at = strpos($bytes, $key);
-            self::assertNotFalse($at);
-            $lengthAt = $at + strlen($key) + 4;
-            $length = unpack('P', substr($bytes, $lengthAt, 8))[1];
-            $needed = strlen(self::TEMPLATE) + 4;
-            // The tensor data after the metadata stays aligned to 32 bytes.
-            $newLength = $needed > $length ? $length + (int) ceil(($needed - $length) / 32) * 32 : $length;
-            $replacement = self::TEMPLATE . '{#' . str_repeat(' ', $newLength - $needed) . '#}';
-            $bytes = substr_replace($bytes, pack('P', $newLength) . $replacement, $lengthAt, 8 + $length);
             self::$file = tempnam(sys_get_temp_dir(), 'infer-plain-') . '.gguf';
-            file_put_contents(self::$file, $bytes);
+            file_put_contents(self::$file, self::ggufWithTemplate(self::TEMPLATE));
         }
         return self::$file;
     }
