@@ -318,6 +318,8 @@ final class RemoteTest extends InferTestCase
         $this->assertThrows(InferenceException::class, 'answered with a body that is not what llama-server sends: an event that is not JSON', fn () => Model::connect($this->fake('garbage'))->raw('Hi'));
         $this->assertThrows(InferenceException::class, 'answered HTTP 500: the slot crashed', fn () => Model::connect($this->fake('error500'))->raw('Hi'));
         $this->assertThrows(InferenceException::class, 'ended without its final event', fn () => Model::connect($this->fake('truncated'))->raw('Hi'));
+        // A line that never ends: refused at the limit, the worker's memory bounded.
+        $this->assertThrows(InferenceException::class, 'sent an event of more than 16777216 bytes, more than this client reads', fn () => Model::connect($this->fake('endless'))->raw('Hi'));
         $this->assertThrows(ModelLoadException::class, 'cannot tell which serving engine answers', fn () => Model::connect($this->fake('html')));
     }
 

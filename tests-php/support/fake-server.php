@@ -56,6 +56,16 @@ function events($conn, string $events, bool $close = true): void
     }
 }
 
+/** One event line that does not end: 1 MiB at a time, until the client stops reading (at most 64 MiB). */
+function endless($conn): void
+{
+    fwrite($conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\ndata: ");
+    $chunk = str_repeat('x', 1 << 20);
+    for ($i = 0; $i < 64 && @fwrite($conn, $chunk) !== false; $i++) {
+    }
+    fclose($conn);
+}
+
 while ($conn = @stream_socket_accept($server, -1)) {
     // A TLS client's first byte is a handshake record (0x16): this server
     // speaks plain HTTP only, and answers it in plain text.
@@ -87,6 +97,7 @@ while ($conn = @stream_socket_accept($server, -1)) {
             'garbage' => events($conn, "data: this is not JSON\n\n"),
             'error500' => respond($conn, 500, '{"error":{"code":500,"message":"the slot crashed","type":"server_error"}}'),
             'truncated' => events($conn, "data: {\"content\":\"Hel\",\"stop\":false}\n\ndata: {\"content\":\"lo\",\"stop\":false}\n\n"),
+            'endless' => endless($conn),
             'busy503' => $completions === 1
                 ? respond($conn, 503, '{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}')
                 : events($conn, "data: {\"content\":\"ok\",\"stop\":false}\n\ndata: {\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\",\"tokens_predicted\":2,\"tokens_evaluated\":3}\n\n"),
