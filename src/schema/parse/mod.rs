@@ -582,6 +582,9 @@ impl<'a> Ctx<'a> {
                 kept.push((i, m));
             }
         }
+        if kept.is_empty() {
+            return Ok(Node::Never);
+        }
         // What each branch accepts as a validator reads it, where that can
         // be written exactly: what a branch's grammar writes must fail every
         // other branch as JSON Schema reads it, not only as its grammar is
