@@ -297,36 +297,35 @@ pub fn minimise(
 ) -> (Value, Value) {
     let (mut s, mut i) = (schema.clone(), instance.clone());
     let mut budget = SHRINK_BUDGET;
-    let mut progress = true;
-    while progress && budget > 0 {
-        progress = false;
-        for candidate in smaller(&s, true) {
-            if budget == 0 {
-                break;
-            }
-            budget -= 1;
-            if violates(probe, &candidate, &i, reading) {
-                s = candidate;
-                progress = true;
-                break;
-            }
-        }
-        if progress {
-            continue;
-        }
-        for candidate in smaller(&i, false) {
-            if budget == 0 {
-                break;
-            }
-            budget -= 1;
-            if violates(probe, &s, &candidate, reading) {
-                i = candidate;
-                progress = true;
-                break;
-            }
+    loop {
+        if let Some(c) = first_smaller(&s, true, &mut budget, |c| violates(probe, c, &i, reading)) {
+            s = c;
+        } else if let Some(c) =
+            first_smaller(&i, false, &mut budget, |c| violates(probe, &s, c, reading))
+        {
+            i = c;
+        } else {
+            break;
         }
     }
     (s, i)
+}
+
+/// The first value one step smaller than `v` that still fails, within what
+/// is left of `budget` (each check spends one).
+fn first_smaller(
+    v: &Value,
+    is_schema: bool,
+    budget: &mut usize,
+    mut fails: impl FnMut(&Value) -> bool,
+) -> Option<Value> {
+    smaller(v, is_schema).into_iter().find(|c| {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        fails(c)
+    })
 }
 
 /// Every value one step smaller than `v`: one member or item removed, or
