@@ -172,6 +172,30 @@ impl Expr {
     }
 
     /// `self` or nothing.
+    /// The most characters a string of it has; `None`: unbounded (or a
+    /// rule, unknown).
+    pub fn longest_len(&self) -> Option<u64> {
+        Some(match self {
+            Expr::Lit(s) => s.chars().count() as u64,
+            Expr::Class { .. } => 1,
+            Expr::Seq(items) => items.iter().try_fold(0u64, |acc, x| {
+                x.longest_len().map(|l| acc.saturating_add(l))
+            })?,
+            Expr::Alt(items) => items
+                .iter()
+                .try_fold(0u64, |acc, x| x.longest_len().map(|l| acc.max(l)))?,
+            Expr::Repeat { expr, max, .. } => {
+                let inner = expr.longest_len()?;
+                match max {
+                    Some(m) => inner.saturating_mul(u64::from(*m)),
+                    None if inner == 0 => 0,
+                    None => return None,
+                }
+            }
+            Expr::Rule(_) => return None,
+        })
+    }
+
     pub fn opt(self) -> Self {
         self.repeat(0, Some(1))
     }

@@ -184,7 +184,7 @@ impl Format {
         let Some(max) = max else {
             return Some(expr);
         };
-        let fits = |e: &Expr| longest(e).is_some_and(|l| l <= max);
+        let fits = |e: &Expr| e.longest_len().is_some_and(|l| l <= max);
         if fits(&expr) {
             return Some(expr);
         }
@@ -203,6 +203,20 @@ impl Format {
             }
         }
         Some(capped(&expr, lo))
+    }
+
+    /// The most characters of any of its strings; `None`: unbounded.
+    pub fn longest_len(self) -> Option<u64> {
+        thread_local! {
+            static LONGEST: std::cell::RefCell<std::collections::HashMap<Format, Option<u64>>> =
+                std::cell::RefCell::default();
+        }
+        LONGEST.with(|memo| {
+            *memo
+                .borrow_mut()
+                .entry(self)
+                .or_insert_with(|| self.expr().longest_len())
+        })
     }
 
     /// The fewest characters of any of its strings.
@@ -730,32 +744,6 @@ fn shortest(expr: &Expr) -> u64 {
         Expr::Repeat { expr, min, .. } => shortest(expr).saturating_mul(u64::from(*min)),
         Expr::Rule(_) => 0,
     }
-}
-
-/// The most characters a string of `expr` has; `None`: unbounded (or a
-/// rule, unknown).
-fn longest(expr: &Expr) -> Option<u64> {
-    Some(match expr {
-        Expr::Lit(s) => s.chars().count() as u64,
-        Expr::Class { .. } => 1,
-        Expr::Seq(items) => items
-            .iter()
-            .map(longest)
-            .try_fold(0u64, |acc, l| l.map(|l| acc.saturating_add(l)))?,
-        Expr::Alt(items) => items
-            .iter()
-            .map(longest)
-            .try_fold(0u64, |acc, l| l.map(|l| acc.max(l)))?,
-        Expr::Repeat { expr, max, .. } => {
-            let inner = longest(expr)?;
-            match max {
-                Some(m) => inner.saturating_mul(u64::from(*m)),
-                None if inner == 0 => 0,
-                None => return None,
-            }
-        }
-        Expr::Rule(_) => return None,
-    })
 }
 
 /// `expr` with every repetition's maximum lowered to `cap` (never below its

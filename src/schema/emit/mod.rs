@@ -508,10 +508,14 @@ impl Emitter<'_> {
     }
 
     fn string_automaton_once(&mut self, s: &StrNode, hint: &str) -> Result<Option<Expr>, String> {
-        let content = s
-            .automaton()
-            .map_err(|e| e.to_string())
-            .and_then(|dfa| self.automaton(&dfa, s.min_len, s.max_len, &format!("{hint}-string")));
+        let content = s.automaton().map_err(|e| e.to_string()).and_then(|dfa| {
+            self.automaton(
+                &dfa,
+                s.written_min_len(),
+                s.written_max_len(),
+                &format!("{hint}-string"),
+            )
+        });
         let content = match content {
             Ok(content) => content,
             Err(e) => {

@@ -415,7 +415,7 @@ impl StrNode {
     /// grammar is written from an automaton of their intersection rather
     /// than from one constraint alone.
     pub fn needs_automaton(&self) -> bool {
-        let lengths = self.max_len.is_some() || self.min_len > self.implied_min_len();
+        let lengths = self.written_max_len().is_some() || self.written_min_len() > 0;
         let kinds = usize::from(lengths)
             + self.patterns.len()
             + self.formats.len()
@@ -424,6 +424,33 @@ impl StrNode {
         kinds > 1
             || !self.excluded.is_empty()
             || self.patterns.iter().any(|p| regex::needs_automaton(p))
+    }
+
+    /// The `maxLength` the grammar must enforce: none when every string of
+    /// a format or pattern is that short anyway (`format: email` with
+    /// `maxLength: 1024`; counting to a bound nothing reaches multiplies
+    /// the automaton's states for nothing).
+    pub fn written_max_len(&self) -> Option<u64> {
+        let max = self.max_len?;
+        let formats = self.formats.iter().map(|f| f.longest_len());
+        let patterns = self
+            .patterns
+            .iter()
+            .map(|p| regex::pattern_to_expr(p).ok().and_then(|e| e.longest_len()));
+        match formats.chain(patterns).flatten().min() {
+            Some(implied) if implied <= max => None,
+            _ => Some(max),
+        }
+    }
+
+    /// The `minLength` the grammar must enforce: 0 when every string is
+    /// that long anyway.
+    pub fn written_min_len(&self) -> u64 {
+        if self.min_len > self.implied_min_len() {
+            self.min_len
+        } else {
+            0
+        }
     }
 
     /// A length every value has anyway: the shortest string of each pattern
