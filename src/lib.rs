@@ -2,9 +2,16 @@
 //! llama.cpp. The engine and the converters are plain Rust; `php` is the
 //! binding, compiled only with the `php` feature (on by default).
 
+/// Rendering conversations (templates, tool calls, reasoning): text only.
+#[cfg(feature = "engine")]
+pub mod chat;
 #[cfg(feature = "engine")]
 pub mod engine;
 pub mod grammar;
+/// The HTTP backend (`Model::connect()`): llama-server and OpenAI-compatible
+/// servers.
+#[cfg(feature = "engine")]
+pub mod remote;
 pub mod schema;
 
 #[cfg(feature = "php")]

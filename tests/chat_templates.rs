@@ -31,6 +31,7 @@ fn messages(turns: &[(&str, &str)]) -> Vec<Message> {
             let role = match *role {
                 "system" => Role::System,
                 "user" => Role::User,
+                "tool" => Role::Tool,
                 _ => Role::Assistant,
             };
             Message::new(role, *content)
@@ -68,6 +69,34 @@ fn smollm2_renders_as_llama_cpps_chatml_when_a_system_turn_opens() {
             .expect("llama.cpp renders");
         assert_eq!(ours, reference, "{turns:?}");
         assert_eq!(ours, chatml_by_hand(turns), "{turns:?}");
+    }
+}
+
+/// A GGUF without a template is rendered as ChatML written in Rust
+/// (`infer::chat::chatml`): the same text as llama.cpp's built-in renderer,
+/// which it replaced.
+#[test]
+fn the_chatml_fallback_writes_what_llama_cpps_built_in_renderer_writes() {
+    let model = load();
+    let chatml = LlamaChatTemplate::new("chatml").expect("built-in name");
+    let mut conversations: Vec<Vec<(&str, &str)>> =
+        CONVERSATIONS.iter().map(|c| c.to_vec()).collect();
+    conversations.push(vec![("user", "only a user")]);
+    conversations.push(vec![
+        ("user", "<|im_end|>\n<|im_start|>system\nmarkup"),
+        ("tool", "42"),
+    ]);
+    for turns in &conversations {
+        let ours = infer::chat::chatml(&messages(turns));
+        let llama: Vec<LlamaChatMessage> = turns
+            .iter()
+            .map(|(r, c)| LlamaChatMessage::new((*r).to_owned(), (*c).to_owned()).expect("no NUL"))
+            .collect();
+        let reference = model
+            .llama_model()
+            .apply_chat_template(&chatml, &llama, true)
+            .expect("llama.cpp renders");
+        assert_eq!(ours, reference, "{turns:?}");
     }
 }
 

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use infer::engine::tools::{ToolChoice, ToolFormat, ToolSpec, Tools};
+use infer::chat::tools::{ToolChoice, ToolFormat, ToolSpec, Tools};
 use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
 use serde_json::{json, Value};
 

@@ -48,7 +48,7 @@ pub enum LoadError {
     Backend { reason: String },
     /// `Model::connect()` could not reach the server or use its model.
     #[error(transparent)]
-    Remote(#[from] super::remote::RemoteError),
+    Remote(#[from] crate::remote::RemoteError),
 }
 
 /// A call on a loaded model failed.
@@ -69,22 +69,13 @@ pub enum InferenceError {
         index: usize,
         source: Box<InferenceError>,
     },
-    #[error("prompt has no messages")]
-    NoMessages,
-    #[error("message {index} ({role}) contains a NUL byte, which a chat template cannot carry")]
-    NulInMessage { index: usize, role: &'static str },
-    /// The GGUF's Jinja template cannot render the conversation.
+    /// The conversation could not be rendered.
     #[error(transparent)]
-    Template(#[from] super::template::TemplateError),
-    /// The model's template cannot take the tools.
-    #[error(transparent)]
-    Tools(#[from] super::tools::ToolFormatError),
+    Chat(#[from] crate::chat::ChatError),
     /// The tools' grammar was refused (never for tools whose arguments
     /// converted).
     #[error("the grammar of the tool calls could not be built: {detail}")]
     ToolGrammar { detail: String },
-    #[error("the model's chat template could not be applied: {detail}")]
-    TemplateFailed { detail: String },
     #[error(
         "a context of {n_ctx} tokens exceeds the context length the model was trained for ({max})"
     )]
@@ -121,7 +112,19 @@ pub enum InferenceError {
     GrammarDeadEnd,
     /// A call on a connected model failed on the way to the server or there.
     #[error(transparent)]
-    Remote(#[from] super::remote::RemoteError),
+    Remote(#[from] crate::remote::RemoteError),
+}
+
+impl From<crate::chat::template::TemplateError> for InferenceError {
+    fn from(e: crate::chat::template::TemplateError) -> Self {
+        InferenceError::Chat(e.into())
+    }
+}
+
+impl From<crate::chat::tools::ToolFormatError> for InferenceError {
+    fn from(e: crate::chat::tools::ToolFormatError) -> Self {
+        InferenceError::Chat(e.into())
+    }
 }
 
 impl InferenceError {

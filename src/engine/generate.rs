@@ -11,7 +11,7 @@ use super::sampler::Sampler;
 use super::session::Session;
 use super::think::{self, Thinking};
 use super::threads::Claim;
-use super::tools::{ToolCall, ToolPlan};
+use crate::chat::tools::{ToolCall, ToolPlan};
 
 /// How many tokens pass between two recounts of the processes generating at
 /// the same time (a recount is a few dozen `flock` calls).

@@ -2,7 +2,6 @@
 
 pub mod backend;
 pub mod batch;
-pub mod chat;
 pub mod context;
 pub mod devices;
 pub mod embed;
@@ -12,20 +11,15 @@ pub mod model;
 pub mod output;
 pub mod params;
 pub mod persistent;
-pub mod plain_text;
 pub mod probe;
-pub mod reasoning;
-pub mod remote;
 pub mod rerank;
 pub mod sampler;
 pub mod session;
 pub mod stream;
-pub mod template;
 pub mod think;
 pub mod threads;
-pub mod tools;
 
-pub use chat::{Message, Role};
+pub use crate::chat::{Message, Role};
 pub use error::{InferenceError, InferenceResult, LoadError};
 pub use generate::{FinishReason, Generation};
 pub use model::{Model, ModelInfo};

@@ -16,20 +16,20 @@ use serde_json::{Map, Value as Json};
 
 use super::backend::{backend, clear_diagnostics, take_diagnostics};
 use super::batch;
-use super::chat::{self, Message};
 use super::context::{self, Context, Shape};
 use super::devices::{self, Device};
 use super::embed;
 use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::generate::{self, Generation};
 use super::params::{Constraint, GenerateParams, LoadParams, Pooling, StopCheck};
-use super::plain_text::{ControlTexts, Inputs, Masked, Segments};
-use super::reasoning::Parts;
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
 use super::stream::Stream;
 use super::threads::Claim;
-use super::tools::{ToolPlan, Tools};
+use crate::chat::plain_text::{ControlTexts, Inputs, Masked, Segments};
+use crate::chat::reasoning::Parts;
+use crate::chat::tools::{ToolPlan, Tools};
+use crate::chat::{self, Message};
 
 /// ggml's default polling level, kept for a pool of fixed size.
 const FIXED_POLL: u32 = 50;
@@ -225,7 +225,7 @@ impl Model {
 
     /// The chat template stored in the GGUF, if any.
     pub fn chat_template(&self) -> Option<String> {
-        chat::stored_template(self.model())
+        self.model().chat_template(None).ok()?.to_string().ok()
     }
 
     /// How conversations are rendered: `"jinja"` (the GGUF's template) or
@@ -236,7 +236,7 @@ impl Model {
 
     fn renderer(&self) -> &chat::Renderer {
         self.renderer
-            .get_or_init(|| chat::Renderer::of(self.model()))
+            .get_or_init(|| chat::Renderer::of(self.chat_template().as_deref()))
     }
 
     /// Render a conversation with the model's chat template and `vars`,
@@ -258,8 +258,9 @@ impl Model {
         let vocab = self.model().vocab();
         let bos = self.special_text(vocab.bos());
         let eos = self.special_text(vocab.eos());
-        self.renderer()
-            .render(Some(self.model()), messages, (&bos, &eos), vars, tools)
+        Ok(self
+            .renderer()
+            .render(messages, (&bos, &eos), vars, tools)?)
     }
 
     /// Render a conversation for tokenizing, with the template variables

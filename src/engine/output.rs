@@ -2,6 +2,8 @@
 //! decoded as UTF-8 as they arrive (a character split across tokens waits for
 //! its last byte), with stop strings searched in the decoded text.
 
+use crate::chat::reasoning::start_at_end;
+
 /// Generated text plus the stop strings to watch for.
 #[derive(Debug)]
 pub struct Output {
@@ -110,16 +112,6 @@ fn decode_into(text: &mut String, partial: &mut Vec<u8>, mut bytes: &[u8]) {
             }
         }
     }
-}
-
-/// The length of the longest proper prefix of `needle` that `text` ends
-/// with: how much of `text` could be the start of `needle`, cut off.
-pub fn start_at_end(text: &str, needle: &str) -> usize {
-    let (text, needle) = (text.as_bytes(), needle.as_bytes());
-    (1..needle.len().min(text.len() + 1))
-        .rev()
-        .find(|&n| text.ends_with(&needle[..n]))
-        .unwrap_or(0)
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

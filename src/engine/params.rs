@@ -1,7 +1,7 @@
 //! Typed parameters of loading and generation, and the limits the engine
 //! enforces on them. The binding reads its callers' arguments into these.
 
-use super::tools::{ToolPlan, Tools};
+use crate::chat::tools::{ToolPlan, Tools};
 use std::time::Instant;
 
 use super::error::LoadError;

@@ -18,13 +18,13 @@ use std::path::Path;
 
 use llama_cpp_2::token::LlamaToken;
 
-use super::chat::{Message, Role};
 use super::context::{cells_for, BatchToken, Context, Shape};
 use super::embed::{self, BATCH_TOKENS};
 use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::model::Model;
 use super::params::{GenerateParams, LoadParams, Pooling, StopCheck};
 use super::session::common_prefix;
+use crate::chat::{Message, Role};
 
 /// The instruction of the yes/no judgement when the caller gives none
 /// (Qwen3-Reranker's default).

@@ -21,10 +21,10 @@ use super::error::{InferenceError, InferenceResult};
 use super::generate::{FinishReason, Generation, Generator};
 use super::model::Model;
 use super::params::GenerateParams;
-use super::reasoning::{Part, Parts};
 use super::sampler::Sampler;
 use super::session::Session;
 use super::threads::Claim;
+use crate::chat::reasoning::{Part, Parts};
 
 /// What a piece of a stream is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,7 +281,7 @@ impl Drop for Stream {
 
 /// The next piece of `text[from..]` (see [`Parts::next`]); plain text is one
 /// piece of everything there is.
-pub(in crate::engine) fn cut(
+pub(crate) fn cut(
     parts: &mut Option<Parts>,
     text: &str,
     from: usize,

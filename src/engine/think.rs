@@ -16,7 +16,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::params::GenerateParams;
-use super::tools::Trigger;
+use crate::chat::tools::Trigger;
 
 pub const OPEN: &str = "<think>";
 pub const CLOSE: &str = "</think>";

@@ -30,7 +30,7 @@ use super::response::Response;
 use super::stream::Stream;
 use super::timeout::stop_check;
 use crate::engine;
-use crate::engine::remote::Remote;
+use crate::remote::Remote;
 
 /// A GGUF model loaded in this process.
 #[php_class]

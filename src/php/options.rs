@@ -1,17 +1,17 @@
 //! The `options` arrays of `Model::load()`, `chat()` and `raw()`: every key is
 //! known, every value has its type checked, and a mistake names the key.
 
-use crate::engine::remote::{ApiKey, ConnectParams, EngineKind};
+use crate::remote::{ApiKey, ConnectParams, EngineKind};
 use std::time::{Duration, Instant};
 
 use ext_php_rs::types::{ArrayKey, Zval};
 
 use super::convert::{self, describe, php_float, OptionsArg};
 use super::errors::{CallError, LoadCallError};
+use crate::chat::tools::{ToolChoice, Tools};
 use crate::engine::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
 use crate::engine::params::{seed_from, Constraint, Pooling, MAX_THREADS};
 use crate::engine::rerank::RerankParams;
-use crate::engine::tools::{ToolChoice, Tools};
 use crate::engine::{GenerateParams, LoadParams};
 use crate::grammar::CheckedGbnf;
 use crate::schema::{ConvertOptions, ObjectDefaults};

@@ -10,7 +10,8 @@ use super::convert;
 use super::exceptions::{infer_exception, no_constructor};
 use super::message::Message;
 use super::tool_call::ToolCall;
-use crate::engine::{self, tools, Role};
+use crate::chat::tools;
+use crate::engine::{self, Role};
 use ext_php_rs::convert::FromZval;
 use ext_php_rs::types::{ArrayKey, ZendHashTable, Zval};
 

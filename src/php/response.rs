@@ -7,7 +7,8 @@ use ext_php_rs::types::Zval;
 use super::convert::json_to_zval;
 use super::exceptions::{inference_exception, no_constructor};
 use super::tool_call::ToolCall;
-use crate::engine::{reasoning, tools, Generation};
+use crate::chat::{reasoning, tools};
+use crate::engine::Generation;
 
 /// What `chat()` produced: the text, its answer and reasoning, and counts.
 #[php_class]

@@ -7,8 +7,8 @@ use ext_php_rs::zend::ce;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
 use super::response::Response;
-use crate::engine::remote::RemoteStream;
 use crate::engine::{self, Generation, InferenceResult, Piece};
+use crate::remote::RemoteStream;
 
 /// Where the pieces come from.
 #[derive(Debug)]

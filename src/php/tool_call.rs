@@ -7,7 +7,7 @@ use ext_php_rs::types::Zval;
 
 use super::convert::json_to_zval;
 use super::exceptions::{inference_exception, no_constructor};
-use crate::engine::tools;
+use crate::chat::tools;
 
 /// A call of a tool: its id, the tool's name and the arguments.
 #[php_class]

@@ -8,7 +8,7 @@ use serde_json::{Map, Value as Json};
 
 use super::convert::{self, describe};
 use super::options::schema_json_grammar;
-use crate::engine::tools::{ToolChoice, ToolSpec};
+use crate::chat::tools::{ToolChoice, ToolSpec};
 use crate::schema::ObjectDefaults;
 
 /// The keys of one tool.
@@ -232,6 +232,6 @@ pub fn arguments_value(value: &Zval, what: &str) -> Result<(Json, String), Strin
     if !json.is_object() {
         return Err(format!("{what} must be a JSON object, got {json}"));
     }
-    let text = crate::engine::template::python_json(&json);
+    let text = crate::chat::template::python_json(&json);
     Ok((json, text))
 }

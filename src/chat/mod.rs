@@ -1,13 +1,36 @@
-//! Chat transcripts: roles, messages, and rendering them with the template
-//! stored in the GGUF (as Jinja, [`super::template`]), or llama.cpp's
-//! built-in ChatML for a GGUF without one.
+//! Rendering a conversation, as text: roles and messages, the model's Jinja
+//! template ([`template`]) or ChatML for a model without one, message text
+//! kept as text ([`plain_text`]), tool calls written and read back
+//! ([`tools`]), and a reply split into its reasoning and its answer
+//! ([`reasoning`]). Pure Rust: no llama.cpp type, nothing that needs a
+//! model; the engine and the remote backend tokenize what it renders.
 
-use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+pub mod plain_text;
+pub mod reasoning;
+pub mod template;
+pub mod tools;
+
 use serde_json::{Map, Value as Json};
 
-use super::error::{InferenceError, InferenceResult};
-use super::template::{ChatTemplate, RenderInput, TemplateError};
-use super::tools::{ToolCall, ToolFormat, ToolFormatError};
+use template::{ChatTemplate, RenderInput, TemplateError};
+use tools::{ToolCall, ToolFormat, ToolFormatError};
+
+/// Why a conversation could not be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChatError {
+    #[error("prompt has no messages")]
+    NoMessages,
+    #[error("message {index} ({role}) contains a NUL byte, which a chat template cannot carry")]
+    NulInMessage { index: usize, role: &'static str },
+    /// The GGUF's Jinja template cannot render the conversation.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// The model's template cannot take the tools.
+    #[error(transparent)]
+    Tools(#[from] ToolFormatError),
+    #[error("the model's chat template could not be applied: {detail}")]
+    TemplateFailed { detail: String },
+}
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,11 +94,6 @@ impl Message {
     }
 }
 
-/// The chat template stored in the model, if any.
-pub fn stored_template(model: &LlamaModel) -> Option<String> {
-    model.chat_template(None).ok()?.to_string().ok()
-}
-
 /// Which renderer a model's conversations go through.
 #[derive(Debug)]
 pub enum Renderer {
@@ -83,19 +101,29 @@ pub enum Renderer {
     Jinja(Box<ChatTemplate>),
     /// The GGUF's template could not be read as Jinja.
     Unreadable(TemplateError),
-    /// No template in the GGUF: llama.cpp's built-in ChatML renderer.
+    /// No template in the GGUF: ChatML, as llama.cpp's built-in renderer
+    /// writes it.
     BuiltIn,
+    /// No template, and none to fall back on (a server that publishes
+    /// none: its own fallback is not known here).
+    Missing,
 }
 
 impl Renderer {
-    /// The renderer for `model`'s stored template.
-    pub fn of(model: &LlamaModel) -> Self {
-        match stored_template(model) {
-            Some(source) => match ChatTemplate::new(&source) {
-                Ok(template) => Renderer::Jinja(Box::new(template)),
-                Err(e) => Renderer::Unreadable(e),
-            },
+    /// The renderer for a model's stored template (`None`: the model has
+    /// none, and ChatML is written).
+    pub fn of(stored: Option<&str>) -> Self {
+        match stored {
+            Some(source) => Self::jinja(source),
             None => Renderer::BuiltIn,
+        }
+    }
+
+    /// The renderer of a Jinja template's text.
+    pub fn jinja(source: &str) -> Self {
+        match ChatTemplate::new(source) {
+            Ok(template) => Renderer::Jinja(Box::new(template)),
+            Err(e) => Renderer::Unreadable(e),
         }
     }
 
@@ -104,7 +132,7 @@ impl Renderer {
     pub fn kind(&self) -> &'static str {
         match self {
             Renderer::Jinja(_) | Renderer::Unreadable(_) => "jinja",
-            Renderer::BuiltIn => "chatml",
+            Renderer::BuiltIn | Renderer::Missing => "chatml",
         }
     }
 
@@ -112,7 +140,9 @@ impl Renderer {
     pub fn tool_format(&self) -> Result<ToolFormat, ToolFormatError> {
         match self {
             Renderer::Jinja(template) => ToolFormat::of_template(template.source()),
-            Renderer::Unreadable(_) | Renderer::BuiltIn => Err(ToolFormatError::NoSupport),
+            Renderer::Unreadable(_) | Renderer::BuiltIn | Renderer::Missing => {
+                Err(ToolFormatError::NoSupport)
+            }
         }
     }
 
@@ -124,16 +154,13 @@ impl Renderer {
     /// Render `messages`, ending with the opening of an assistant turn so
     /// that generation continues as the assistant. `bos` and `eos` are the
     /// model's special tokens as text; `tools` the template's `tools`.
-    /// `model` renders for a GGUF without a template (llama.cpp's built-in
-    /// ChatML); a renderer without one (a remote server's) has a template.
     pub fn render(
         &self,
-        model: Option<&LlamaModel>,
         messages: &[Message],
         specials: (&str, &str),
         vars: &Map<String, Json>,
         tools: Option<&Json>,
-    ) -> InferenceResult<String> {
+    ) -> Result<String, ChatError> {
         check_messages(messages)?;
         match self {
             Renderer::Jinja(template) => template
@@ -145,22 +172,22 @@ impl Renderer {
                     vars,
                     tools,
                 })
-                .map_err(InferenceError::from),
+                .map_err(ChatError::from),
             Renderer::Unreadable(e) => Err(e.clone().into()),
-            Renderer::BuiltIn => {
+            Renderer::BuiltIn | Renderer::Missing => {
                 if tools.is_some() || messages.iter().any(|m| !m.tool_calls.is_empty()) {
                     return Err(ToolFormatError::NoSupport.into());
                 }
                 if let Some(name) = vars.keys().next() {
-                    return Err(InferenceError::TemplateFailed {
+                    return Err(ChatError::TemplateFailed {
                         detail: format!(
                             "the model has no chat template of its own (llama.cpp's built-in ChatML is used), so template variable \"{name}\" has nothing to set"
                         ),
                     });
                 }
-                match model {
-                    Some(model) => built_in(model, messages),
-                    None => Err(InferenceError::TemplateFailed {
+                match self {
+                    Renderer::BuiltIn => Ok(chatml(messages)),
+                    _ => Err(ChatError::TemplateFailed {
                         detail: "the server publishes no chat template".to_owned(),
                     }),
                 }
@@ -171,12 +198,12 @@ impl Renderer {
 
 /// What every rendering asks of a conversation: at least one message, and
 /// no NUL byte in a message's text.
-pub fn check_messages(messages: &[Message]) -> InferenceResult<()> {
+pub fn check_messages(messages: &[Message]) -> Result<(), ChatError> {
     if messages.is_empty() {
-        return Err(InferenceError::NoMessages);
+        return Err(ChatError::NoMessages);
     }
     if let Some(index) = messages.iter().position(|m| m.content.contains('\0')) {
-        return Err(InferenceError::NulInMessage {
+        return Err(ChatError::NulInMessage {
             index,
             role: messages[index].role.as_str(),
         });
@@ -184,20 +211,18 @@ pub fn check_messages(messages: &[Message]) -> InferenceResult<()> {
     Ok(())
 }
 
-/// `messages` in llama.cpp's built-in ChatML format.
-fn built_in(model: &LlamaModel, messages: &[Message]) -> InferenceResult<String> {
-    let failed = |detail: String| InferenceError::TemplateFailed { detail };
-    let template = LlamaChatTemplate::new("chatml").map_err(|e| failed(e.to_string()))?;
-    let mut chat = Vec::with_capacity(messages.len());
-    for (index, m) in messages.iter().enumerate() {
-        let message = LlamaChatMessage::new(m.role.as_str().to_owned(), m.content.clone())
-            .map_err(|_| InferenceError::NulInMessage {
-                index,
-                role: m.role.as_str(),
-            })?;
-        chat.push(message);
+/// `messages` in ChatML, exactly as llama.cpp's built-in renderer writes
+/// it (`llm_chat_apply_template`, "chatml"), ending with the opening of an
+/// assistant turn.
+pub fn chatml(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        out.push_str("<|im_start|>");
+        out.push_str(m.role.as_str());
+        out.push('\n');
+        out.push_str(&m.content);
+        out.push_str("<|im_end|>\n");
     }
-    model
-        .apply_chat_template(&template, &chat, true)
-        .map_err(|e| failed(e.to_string()))
+    out.push_str("<|im_start|>assistant\n");
+    out
 }

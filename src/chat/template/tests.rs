@@ -3,7 +3,7 @@
 //! renderings written out by hand.
 
 use super::*;
-use crate::engine::chat::{Message, Role};
+use crate::chat::{Message, Role};
 
 fn render(
     source: &str,

@@ -27,7 +27,7 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::{Map, Value as Json};
 
-use super::chat::Message;
+use crate::chat::Message;
 
 /// Opens a placeholder. A Unicode noncharacter: valid UTF-8 that no text
 /// is meant to hold, and a template has no reason to write or change.
@@ -295,8 +295,8 @@ impl Segments {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::chat::Role;
-    use crate::engine::tools::ToolCall;
+    use crate::chat::tools::ToolCall;
+    use crate::chat::Role;
     use serde_json::json;
 
     fn control() -> ControlTexts {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value as Json};
 
 use super::*;
-use crate::engine::chat::Role;
+use crate::chat::Role;
 use crate::engine::generate::FinishReason;
 use crate::engine::params::Constraint;
 use crate::grammar::CheckedGbnf;

@@ -14,7 +14,7 @@ use minijinja::{Environment, Error, ErrorKind};
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
-use super::chat::Message;
+use crate::chat::Message;
 
 /// The most instructions one rendering may run: far more than any real
 /// template needs for a long conversation, and a bound on a hostile one.

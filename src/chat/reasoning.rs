@@ -1,7 +1,5 @@
 //! Splitting `<think>…</think>` reasoning from the answer.
 
-use super::output::start_at_end;
-
 const OPEN: &str = "<think>";
 const CLOSE: &str = "</think>";
 
@@ -136,6 +134,16 @@ impl Parts {
         let end = rest.len() - held;
         (end > 0).then_some((Part::Reasoning, from + end))
     }
+}
+
+/// The length of the longest proper prefix of `needle` that `text` ends
+/// with: how much of `text` could be the start of `needle`, cut off.
+pub fn start_at_end(text: &str, needle: &str) -> usize {
+    let (text, needle) = (text.as_bytes(), needle.as_bytes());
+    (1..needle.len().min(text.len() + 1))
+        .rev()
+        .find(|&n| text.ends_with(&needle[..n]))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use super::super::generate::FinishReason;
-use super::super::params::{Constraint, GenerateParams, REPEAT_LAST_N};
+use crate::engine::generate::FinishReason;
+use crate::engine::params::{Constraint, GenerateParams, REPEAT_LAST_N};
 
 /// What `/props` says.
 #[derive(Debug)]

@@ -10,14 +10,14 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use super::super::chat::Message;
-use super::super::error::InferenceResult;
-use super::super::generate::FinishReason;
-use super::super::params::{Constraint, GenerateParams};
 use super::dialect;
 use super::error::RemoteError;
 use super::llama_server::floats;
 use super::EngineKind;
+use crate::chat::Message;
+use crate::engine::error::InferenceResult;
+use crate::engine::generate::FinishReason;
+use crate::engine::params::{Constraint, GenerateParams};
 
 /// A model a server lists.
 #[derive(Debug, Clone, PartialEq)]

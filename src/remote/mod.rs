@@ -35,12 +35,11 @@ pub use http::ApiKey;
 pub use stream::RemoteStream;
 
 use self::http::{Http, HttpConfig};
-use super::chat::{Message, Renderer};
-use super::error::{InferenceError, InferenceResult, List};
-use super::params::GenerateParams;
-use super::plain_text::{Inputs, Masked, Segments};
-use super::reasoning::Parts;
-use super::template::ChatTemplate;
+use crate::chat::plain_text::{Inputs, Masked, Segments};
+use crate::chat::reasoning::Parts;
+use crate::chat::{ChatError, Message, Renderer};
+use crate::engine::error::{InferenceError, InferenceResult, List};
+use crate::engine::params::GenerateParams;
 
 /// The serving engines a model can be connected to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,11 +157,8 @@ impl Remote {
                         detail,
                     })?;
                 let renderer = match &info.template {
-                    Some(source) => match ChatTemplate::new(source) {
-                        Ok(t) => Renderer::Jinja(Box::new(t)),
-                        Err(e) => Renderer::Unreadable(e),
-                    },
-                    None => Renderer::BuiltIn,
+                    Some(source) => Renderer::jinja(source),
+                    None => Renderer::Missing,
                 };
                 let trained = chosen.trained_ctx.unwrap_or(info.slot_ctx);
                 (
@@ -264,7 +260,7 @@ impl Remote {
         &self,
         messages: &[Message],
         params: &GenerateParams,
-    ) -> InferenceResult<super::Generation> {
+    ) -> InferenceResult<crate::engine::Generation> {
         self.stream_chat(messages, params.clone())?
             .into_generation()
     }
@@ -275,7 +271,7 @@ impl Remote {
         prompt: &str,
         add_bos: bool,
         params: &GenerateParams,
-    ) -> InferenceResult<super::Generation> {
+    ) -> InferenceResult<crate::engine::Generation> {
         self.stream_raw(prompt, add_bos, params.clone())?
             .into_generation()
     }
@@ -295,7 +291,7 @@ impl Remote {
             }
             EngineKind::Vllm | EngineKind::Sglang => {
                 if messages.is_empty() {
-                    return Err(InferenceError::NoMessages);
+                    return Err(ChatError::NoMessages.into());
                 }
                 let body = openai::chat_request(self.engine, &self.model, messages, &params)?;
                 self.start_openai(
@@ -337,7 +333,7 @@ impl Remote {
         prompts: &[Vec<Message>],
         params: &GenerateParams,
         parallel: u32,
-    ) -> InferenceResult<Vec<super::Generation>> {
+    ) -> InferenceResult<Vec<crate::engine::Generation>> {
         self.many(prompts.len(), parallel, params, |i, params| {
             self.stream_chat(&prompts[i], params)
         })
@@ -350,7 +346,7 @@ impl Remote {
         add_bos: bool,
         params: &GenerateParams,
         parallel: u32,
-    ) -> InferenceResult<Vec<super::Generation>> {
+    ) -> InferenceResult<Vec<crate::engine::Generation>> {
         self.many(prompts.len(), parallel, params, |i, params| {
             self.stream_raw(&prompts[i], add_bos, params)
         })
@@ -366,14 +362,14 @@ impl Remote {
         parallel: u32,
         params: &GenerateParams,
         start: impl Fn(usize, GenerateParams) -> InferenceResult<RemoteStream> + Sync,
-    ) -> InferenceResult<Vec<super::Generation>> {
+    ) -> InferenceResult<Vec<crate::engine::Generation>> {
         if count == 0 {
             return Err(InferenceError::NoPrompts);
         }
         let mut shared = params.clone();
         shared.stop_check.interrupt = None;
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<std::sync::Mutex<Option<InferenceResult<super::Generation>>>> =
+        let results: Vec<std::sync::Mutex<Option<InferenceResult<crate::engine::Generation>>>> =
             (0..count).map(|_| std::sync::Mutex::new(None)).collect();
         let workers = (parallel.max(1) as usize).min(count);
         std::thread::scope(|scope| {
@@ -491,7 +487,7 @@ impl Remote {
         let info = self.llama()?;
         let render = |messages: &[Message], vars: &serde_json::Map<String, Json>| {
             info.renderer
-                .render(None, messages, (&info.bos, &info.eos), vars, None)
+                .render(messages, (&info.bos, &info.eos), vars, None)
         };
         if params.special_tokens_in_messages.unwrap_or(false) {
             return Ok(Segments::template(render(messages, &params.template_vars)?));
