@@ -30,7 +30,7 @@ pub enum LoadError {
     NoRankHead { path: PathBuf },
     #[error("{} cannot rerank: {reason}", .path.display())]
     CannotRerank { path: PathBuf, reason: String },
-    #[error("{asked} asks for a GPU, but this build of infer has no GPU backend (compiled backends: {backends}); build the extension with one: `make build GPU=cuda` (or vulkan, metal), see the README's \"GPU builds\"")]
+    #[error("{asked} asks for a GPU, but this build of infer has no GPU backend (compiled backends: {backends}); build the extension with one: `make build GPU=cuda` (or vulkan, metal), see docs/getting-started.md, \"GPU builds\"")]
     NoGpuBackend { asked: String, backends: String },
     #[error("{asked} asks for a GPU, but no GPU device was found (compiled backends: {backends}; devices: {found}); check the driver, or leave n_gpu_layers at 0 to run on the CPU")]
     NoGpuDevice {
