@@ -115,7 +115,7 @@ fn hand_written() -> Vec<(String, Value)> {
             "definitions $ref",
             json!({"definitions": {"point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}}}, "type": "array", "items": {"$ref": "#/definitions/point"}, "maxItems": 3}),
         ),
-        // Issue 13's keywords.
+        // String constraints combined, key constraints, `not`, conditions and dependencies.
         (
             "pattern with maxLength",
             json!({"type": "string", "pattern": "^[a-z]+$", "maxLength": 6}),

@@ -1,6 +1,6 @@
 <?php
 // Per-token cost of generating under realistic JSON schemas against free
-// decoding of the same number of tokens from the same prompt (issue 10:
+// decoding of the same number of tokens from the same prompt (goal:
 // "constraints that cost nothing on real schemas", goal <= 1.05x).
 //
 //   php -d extension=target/release/libinfer.so bench/constraint_cost.php MODEL [PAIRS]

@@ -1,4 +1,4 @@
-//! Schema → GBNF conversion time over the maskbench file (issue 4: p50 < 0.2 ms,
+//! Schema → GBNF conversion time over the maskbench file (goal: p50 < 0.2 ms,
 //! p99 < 5 ms). Each schema is converted `--rounds` times (default 3). Two
 //! figures are given over the schemas the converter accepts: the first
 //! conversion of each schema alone (a single run, no warm-up beyond what the

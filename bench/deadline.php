@@ -1,7 +1,7 @@
 <?php
 // How long after its deadline (option `timeout`) a call really returns,
 // against the time of one generated token and of one prompt batch measured in
-// the same run (issue 11: "stops within one token, or one prompt batch during
+// the same run (goal: "stops within one token, or one prompt batch during
 // prompt evaluation").
 //
 //   php -d extension=target/release/libinfer.so bench/deadline.php MODEL [RUNS]

@@ -1,5 +1,5 @@
 <?php
-// Issue 17: decode and prefill with every layer on the GPU, against llama.cpp's
+// Decode and prefill with every layer on the GPU, against llama.cpp's
 // own llama-bench built with the same backend from the same sources, in the
 // same run (scripts/gpu-check.sh builds both). Goal: both >= 0.95x.
 //

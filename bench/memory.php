@@ -1,5 +1,5 @@
 <?php
-// Issue 5: resident memory over long runs in one process.
+// Resident memory over long runs in one process.
 //   php -d extension=target/release/libinfer.so bench/memory.php MODEL [CALLS] [CYCLES] [THREADS]
 // 1. CALLS chat() calls (default 2,000) mixing free, schema and grammar runs
 //    (and errors): growth of resident memory after a warm-up of 100 calls.

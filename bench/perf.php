@@ -1,5 +1,5 @@
 <?php
-// Issue 4's figures: the extension against llama.cpp's own tools, measured
+// The extension against llama.cpp's own tools, measured
 // side by side in one run. `make bench-perf` builds the tools
 // (bench/build-llama-tools.sh) and runs this with the extension loaded.
 //

@@ -1,5 +1,5 @@
 <?php
-// The cost of reasoning-aware constraints (issue 14: "versus the same run
+// The cost of reasoning-aware constraints (goal: "versus the same run
 // unconstrained, goal <= 1.02x per token"). A raw prompt opens a <think>
 // block; with a schema the thought is free text and the grammar waits for
 // </think>. Measured in the same run, alternating, same threads and prompt

@@ -1,5 +1,5 @@
 <?php
-// Issue 15: Model::connect() to a local llama-server against the same model
+// Model::connect() to a local llama-server against the same model
 // in process, same llama.cpp, same threads, flash attention off on both.
 //
 // 1. Overhead per call: the README's extraction example (schema, greedy),

@@ -1,6 +1,6 @@
 <?php
 // Streaming against chat() in the same run: same model, prompts, arguments
-// and threads (issue 11).
+// and threads.
 //
 //   php -d extension=target/release/libinfer.so bench/stream.php MODEL [RUNS]
 //

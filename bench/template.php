@@ -1,5 +1,5 @@
 <?php
-// The cost of rendering the chat template (issue 14: "under 1% of the
+// The cost of rendering the chat template (goal: "under 1% of the
 // extraction example's time"): renderPrompt() of the extraction example's
 // prompt, against the whole extraction call (examples/extraction.php) measured
 // in the same run, with the prompt cache off so that every call evaluates its

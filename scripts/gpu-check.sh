@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 17, on a machine with an NVIDIA GPU (never CI, which has none): build the
+# On a machine with an NVIDIA GPU (never CI, which has none): build the
 # `cuda` variant, run the PHP suites that generate with every layer offloaded,
 # and compare decode and prefill with llama.cpp's own llama-bench built with
 # CUDA from the same sources, in the same run (goal: both >= 0.95x). Prints the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the core's Rust tests under valgrind's leak checker (issue 5):
+# Run the core's Rust tests under valgrind's leak checker:
 # definite leaks or invalid memory accesses fail the run. Slow (valgrind runs
 # the model about 50 times slower), so tests that decode many tokens are
 # limited to one representative test each. Usage: scripts/leak-check.sh

@@ -143,7 +143,7 @@ final class GenerationTest extends InferTestCase
     public function testStopStringThatNeverOccursChangesNothing(): void
     {
         // The prompt cache off in both: a prompt found whole in the cache has its last token evaluated alone,
-        // which can change llama.cpp's numbers and so the greedy text (see the closing note of issue 14).
+        // which can change llama.cpp's numbers and so the greedy text (seen when flash attention changed).
         $off = ['cache_prompt' => false];
         $r = self::model()->chat(Prompt::user('Say hello.'), maxTokens: 30, options: $off + ['stop' => ['@@@']]);
         $this->assertSame(self::model()->chat(Prompt::user('Say hello.'), maxTokens: 30, options: $off)->text(), $r->text());

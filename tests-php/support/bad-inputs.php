@@ -1,5 +1,5 @@
 <?php
-// The bad-input matrix (issue 5). Each case runs in a PHP process of its own
+// The bad-input matrix. Each case runs in a PHP process of its own
 // (run-case.php, driven by BadInputTest), so that a crash fails one case and
 // not the suite, and so that anything printed to stdout or stderr is caught.
 //
