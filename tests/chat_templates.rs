@@ -5,7 +5,7 @@
 //! none).
 #![cfg(feature = "engine")]
 
-mod common;
+use crate::common;
 
 use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate};

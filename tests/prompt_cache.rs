@@ -2,7 +2,7 @@
 //! and never changes what is generated.
 #![cfg(feature = "engine")]
 
-mod common;
+use crate::common;
 
 use infer::engine::params::Constraint;
 use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};

@@ -3,7 +3,7 @@
 //! (sampling). Driven with synthetic logits, so every path is exercised.
 #![cfg(feature = "engine")]
 
-mod common;
+use crate::common;
 
 use infer::engine::params::GenerateParams;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! reject every invalid one.
 #![cfg(feature = "engine")]
 
-mod common;
+use crate::common;
 
 use infer::schema::{self, canonical};
 use serde_json::{json, Value};

@@ -8,7 +8,7 @@
 //! accepts, the validator accepts.
 #![cfg(feature = "engine")]
 
-mod common;
+use crate::common;
 
 use infer::schema::{self, canonical, ConvertOptions, ObjectDefaults};
 use serde_json::{json, Map, Value};

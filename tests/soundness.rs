@@ -8,7 +8,7 @@
 //! target `differential` runs the same generator for hours.
 #![cfg(feature = "engine")]
 
-mod common;
+use crate::common;
 #[path = "differential/mod.rs"]
 mod differential;
 

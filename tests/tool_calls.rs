@@ -4,7 +4,7 @@
 //! with several seeds, by the `jsonschema` crate against each tool's schema.
 #![cfg(feature = "engine")]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -9,7 +9,7 @@
 //! Needs `INFER_XGRAMMAR_PYTHON` (make sets it) and the maskbench data
 //! (`../shared/data`, or `INFER_MASKBENCH`).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
