@@ -41,12 +41,19 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote
+.PHONY: demo test test-quick deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
 
 test: build model test-rust test-php
+
+# The edit-test loop (TESTING.md): the library's unit tests, and the PHP tests
+# that need only the default model (not Qwen, Gemma or llama-server) and are
+# not among the slowest (group slow: the load tests and the big batches).
+test-quick: build model embedding-model
+	cargo test --release $(CORE) --lib -- --test-threads=1
+	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist --exclude-group second-model,slow
 
 deps:
 	@bash scripts/install-deps.sh
@@ -102,7 +109,7 @@ bench-compliance: deps model
 bench-convert: deps
 	cargo run --release $(CORE) --example convert_speed -- $(MASKBENCH)
 
-# Issue 4: against llama.cpp's llama-completion and llama-bench, built once by
+# Generation speed against llama.cpp's llama-completion and llama-bench, built once by
 # bench/build-llama-tools.sh into target/llama-tools (needs PyPI for the sdist).
 BENCH_THREADS ?= $(shell nproc)
 bench-perf: build model
@@ -117,21 +124,21 @@ install: build
 clean:
 	cargo clean
 
-# Issue 5: resident memory over 2,000 mixed calls and 200 load/close cycles.
+# Resident memory over 2,000 mixed calls and 200 load/close cycles.
 bench-memory: build model
 	$(PHP_WITH_EXT) bench/memory.php $(INFER_MODEL)
 
-# Issue 10: aggregate tokens/s of 1, 2, 4 and 8 processes generating at once,
+# Aggregate tokens/s of 1, 2, 4 and 8 processes generating at once,
 # at default settings, against one alone in the same run.
 bench-concurrency: build model
 	$(PHP_WITH_EXT) bench/concurrency.php $(INFER_MODEL) --workers 1,2,4,8
 
-# Issue 10: per-token cost of generating under realistic schemas against free
+# Per-token cost of generating under realistic schemas against free
 # decoding of as many tokens from the same prompt.
 bench-constraints: build model
 	$(PHP_WITH_EXT) bench/constraint_cost.php $(INFER_MODEL)
 
-# Issue 10: an extraction endpoint under PHP-FPM (2 workers) with persistent
+# An extraction endpoint under PHP-FPM (2 workers) with persistent
 # models against Model::load() per request and an in-process warm call, and
 # the workers' resident memory over 2,000 persistent requests.
 bench-fpm: build model
@@ -143,7 +150,7 @@ bench-many: build model
 	bash bench/build-llama-tools.sh
 	$(PHP_WITH_EXT) bench/chat_many.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
 
-# Issue 11: how long after its deadline (option timeout) a call returns,
+# How long after its deadline (option timeout) a call returns,
 # against one generated token and one prompt batch of the same run.
 bench-deadline: build model
 	$(PHP_WITH_EXT) bench/deadline.php $(INFER_MODEL)
@@ -161,7 +168,7 @@ bench-embed: build model embedding-model
 	bash bench/build-llama-tools.sh
 	$(PHP_WITH_EXT) bench/embeddings.php $(INFER_EMBEDDING_MODEL) $(dir $(INFER_EMBEDDING_MODEL))minilm-rank-test.F16.gguf $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
 
-# Issue 15: Model::connect() to a local llama-server against in-process:
+# Model::connect() to a local llama-server against in-process:
 # overhead per call (extraction example), and aggregate tokens/s of 1-8
 # concurrent clients (server slots vs in-process workers on the same cores).
 bench-remote: build model llama-server

@@ -9,6 +9,8 @@ namespace Displace\Infer\Tests;
  * a PHP process of its own, must exit normally within the time limit, print
  * nothing, and throw exactly the expected exception with the expected message
  * (or, for huge-but-valid inputs, succeed).
+ *
+ * @group slow
  */
 final class BadInputTest extends InferTestCase
 {

@@ -66,6 +66,7 @@ final class ChatManyTest extends InferTestCase
         return $many;
     }
 
+    /** @group slow */
     public function testFreePromptsOfDifferentLengthsGiveWhatChatGivesForEachAlone(): void
     {
         $prompts = self::freePrompts();
@@ -132,6 +133,7 @@ final class ChatManyTest extends InferTestCase
      * split across batches, and the budget of a batch runs out at a prompt's
      * last token. A sequence that got no room must not take the logits of the
      * one before it (prompt 9 once did).
+     * @group slow
      */
     public function testPromptsSplitAcrossBatchesGiveChatsOutputForEach(): void
     {
@@ -165,6 +167,7 @@ final class ChatManyTest extends InferTestCase
         $this->assertSame($aloneWithoutBos, $withoutBos);
     }
 
+    /** @group slow */
     public function testTenThousandPromptsRunThroughACappedContext(): void
     {
         $prompts = [];

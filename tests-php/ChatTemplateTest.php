@@ -47,7 +47,11 @@ final class ChatTemplateTest extends InferTestCase
         );
     }
 
-    /** Qwen2.5's documented format: ChatML turns, with its default system turn when the conversation has none. */
+    /**
+     * Qwen2.5's documented format: ChatML turns, with its default system turn when the conversation has none.
+     *
+     * @group second-model
+     */
     public function testQwenRendersItsTemplateFromTheModelFile(): void
     {
         $model = self::qwenModel();

@@ -10,6 +10,8 @@ use Displace\Infer\Tests\Support\LlamaServer;
  * Every PHP code block of docs/ runs: the blocks of a page, in order, as one
  * script from the repository root, with assertions on and every notice
  * treated as a failure. The guide cannot rot.
+ *
+ * @group second-model
  */
 final class DocsTest extends InferTestCase
 {

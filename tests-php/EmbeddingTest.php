@@ -119,6 +119,7 @@ final class EmbeddingTest extends InferTestCase
         $this->assertSame([], self::embedder()->embedMany([]));
     }
 
+    /** @group slow */
     public function testTenThousandTextsAreEmbedded(): void
     {
         $texts = array_map(static fn (int $i): string => "item $i", range(1, 10000));

@@ -13,6 +13,8 @@ require_once __DIR__ . '/support/Fpm.php';
  * port) serve 500 requests mixing valid calls and bad inputs, from four
  * concurrent clients. Every request gets its own answer, no worker dies, and
  * nothing leaks between requests.
+ *
+ * @group slow
  */
 final class FpmTest extends InferTestCase
 {

@@ -145,7 +145,10 @@ final class PlainTextTest extends InferTestCase
         $this->assertSame($model->countTokens($rendered), $model->chat($prompt, maxTokens: 1, options: $trusted)->promptTokens());
     }
 
-    /** @dataProvider fields */
+    /**
+     * @group second-model
+     * @dataProvider fields
+     */
     public function testNoFieldForgesAControlTokenThroughLlamaServer(Prompt $prompt, array $options, string $piece, bool $remote): void
     {
         if (!$remote) {

@@ -19,6 +19,8 @@ require_once __DIR__ . '/support/LlamaServer.php';
  * extension links, started here on a loopback port with the default model):
  * the same calls, the same results token for token at temperature 0, the
  * same schema guarantees, and clear errors when the server misbehaves.
+ *
+ * @group second-model
  */
 final class RemoteTest extends InferTestCase
 {

@@ -373,6 +373,7 @@ final class StreamTest extends InferTestCase
         }
     }
 
+    /** @group slow */
     public function testTheDeadlineStopsAStreamInItsPromptEvaluation(): void
     {
         $model = self::fresh();

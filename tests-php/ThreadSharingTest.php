@@ -128,6 +128,7 @@ final class ThreadSharingTest extends InferTestCase
      * llama.cpp's CPU flash-attention kernel, whose reduction order depends on
      * the thread count once the context is long: this prompt of ~900 tokens
      * gave a different output on 1 and 2 threads with it on.
+     * @group slow
      */
     public function testGreedyOutputDoesNotDependOnTheThreadCount(): void
     {

@@ -39,6 +39,7 @@ final class TimeoutTest extends InferTestCase
         $this->assertSame($reference->text(), $cut->text());
     }
 
+    /** @group slow */
     public function testTheDeadlineStopsAPromptInTheMiddleOfItsEvaluation(): void
     {
         $model = Model::load(self::modelPath());

@@ -15,6 +15,8 @@ use Displace\Infer\ToolCall;
  * Hermes/Qwen format (Qwen2.5-Coder's own template, make qwen-model) and the Llama 3 format (a template written here
  * in its documented shape), and every error. The arguments of each call are checked against the tool's schema by
  * hand (assertValidWeatherCall), and tests/tool_calls.rs checks sampled calls with the jsonschema crate.
+ *
+ * @group second-model
  */
 final class ToolCallTest extends InferTestCase
 {
