@@ -50,23 +50,28 @@ const CONVERSATIONS: &[&[(&str, &str)]] = &[
     &[("system", ""), ("user", "")],
 ];
 
+/// The conversation as llama.cpp's built-in ChatML renderer writes it.
+fn llama_chatml(model: &Model, turns: &[(&str, &str)]) -> String {
+    let chatml = LlamaChatTemplate::new("chatml").expect("built-in name");
+    let llama: Vec<LlamaChatMessage> = turns
+        .iter()
+        .map(|(r, c)| LlamaChatMessage::new((*r).to_owned(), (*c).to_owned()).expect("no NUL"))
+        .collect();
+    model
+        .llama_model()
+        .apply_chat_template(&chatml, &llama, true)
+        .expect("llama.cpp renders")
+}
+
 #[test]
 fn smollm2_renders_as_llama_cpps_chatml_when_a_system_turn_opens() {
     let model = load();
     assert_eq!(model.chat_template_kind(), "jinja");
-    let chatml = LlamaChatTemplate::new("chatml").expect("built-in name");
     for turns in CONVERSATIONS {
         let ours = model
             .render_chat(&messages(turns), &Map::new())
             .expect("renders");
-        let llama: Vec<LlamaChatMessage> = turns
-            .iter()
-            .map(|(r, c)| LlamaChatMessage::new((*r).to_owned(), (*c).to_owned()).expect("no NUL"))
-            .collect();
-        let reference = model
-            .llama_model()
-            .apply_chat_template(&chatml, &llama, true)
-            .expect("llama.cpp renders");
+        let reference = llama_chatml(&model, turns);
         assert_eq!(ours, reference, "{turns:?}");
         assert_eq!(ours, chatml_by_hand(turns), "{turns:?}");
     }
@@ -78,7 +83,6 @@ fn smollm2_renders_as_llama_cpps_chatml_when_a_system_turn_opens() {
 #[test]
 fn the_chatml_fallback_writes_what_llama_cpps_built_in_renderer_writes() {
     let model = load();
-    let chatml = LlamaChatTemplate::new("chatml").expect("built-in name");
     let mut conversations: Vec<Vec<(&str, &str)>> =
         CONVERSATIONS.iter().map(|c| c.to_vec()).collect();
     conversations.push(vec![("user", "only a user")]);
@@ -88,14 +92,7 @@ fn the_chatml_fallback_writes_what_llama_cpps_built_in_renderer_writes() {
     ]);
     for turns in &conversations {
         let ours = infer::chat::chatml(&messages(turns));
-        let llama: Vec<LlamaChatMessage> = turns
-            .iter()
-            .map(|(r, c)| LlamaChatMessage::new((*r).to_owned(), (*c).to_owned()).expect("no NUL"))
-            .collect();
-        let reference = model
-            .llama_model()
-            .apply_chat_template(&chatml, &llama, true)
-            .expect("llama.cpp renders");
+        let reference = llama_chatml(&model, turns);
         assert_eq!(ours, reference, "{turns:?}");
     }
 }
