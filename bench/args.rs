@@ -5,6 +5,9 @@ mod paths {
     include!("../tests/common/paths.rs");
 }
 
+/// Flags whose value is text rather than a number.
+const TEXT_FLAGS: &[&str] = &["--lines", "--dump"];
+
 /// The benchmark's arguments.
 pub struct Args {
     all: Vec<String>,
@@ -27,7 +30,11 @@ impl Args {
                     .checked_sub(1)
                     .and_then(|p| all.get(p))
                     .is_some_and(|p| p.starts_with("--"));
-                let flag_value = after_flag && a.parse::<f64>().is_ok();
+                let after_text_flag = i
+                    .checked_sub(1)
+                    .and_then(|p| all.get(p))
+                    .is_some_and(|p| TEXT_FLAGS.contains(&p.as_str()));
+                let flag_value = after_flag && (a.parse::<f64>().is_ok() || after_text_flag);
                 !a.starts_with("--") && !flag_value
             })
             .map(|(_, a)| a.clone());
@@ -48,6 +55,16 @@ impl Args {
             .and_then(|i| self.all.get(i + 1))
             .and_then(|n| n.parse().ok())
             .unwrap_or(default)
+    }
+
+    /// The text after `--name` (a flag listed in `TEXT_FLAGS`).
+    #[allow(dead_code)] // each benchmark compiles its own copy; not all use it
+    pub fn value(&self, name: &str) -> Option<&str> {
+        self.all
+            .iter()
+            .position(|a| a == name)
+            .and_then(|i| self.all.get(i + 1))
+            .map(String::as_str)
     }
 
     /// Whether `--name` was given.

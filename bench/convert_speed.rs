@@ -10,7 +10,7 @@
 //!   cargo run --release --no-default-features --example convert_speed -- [DATA] [--rounds N] [--slowest N] [--only LINE]
 //!     [--json-schema-defaults]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::time::{Duration, Instant};
 
 use infer::schema;
@@ -39,6 +39,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     // `--only LINE`: convert just that schema, `--rounds` times (for profiling);
     // with `--show`, the grammar's size (`--text`: the grammar) or the refusal.
     let only = args.number("--only", 0);
+    // `--lines FILE`: convert only the schemas whose line numbers FILE lists
+    // (one per line; for profiling the slow tail).
+    let lines: Option<std::collections::HashSet<usize>> = args
+        .value("--lines")
+        .map(|path| -> std::io::Result<_> {
+            Ok(std::fs::read_to_string(path)?
+                .split_whitespace()
+                .filter_map(|n| n.parse().ok())
+                .collect())
+        })
+        .transpose()?;
     // `--json-schema-defaults`: objects read as a validator reads them.
     let options = schema::ConvertOptions {
         object_defaults: if args.has("--json-schema-defaults") {
@@ -48,6 +59,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         },
         ..schema::ConvertOptions::default()
     };
+    // `--dump FILE`: every grammar (or refusal) written to FILE, to compare
+    // the output of two builds.
+    let mut dump = args
+        .value("--dump")
+        .map(std::fs::File::create)
+        .transpose()?
+        .map(std::io::BufWriter::new);
     let mut times: Vec<Timing> = Vec::new();
     for (line_no, line) in BufReader::new(std::fs::File::open(&args.data)?)
         .lines()
@@ -57,6 +75,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         if only != 0 && line_no + 1 != only {
             continue;
         }
+        if lines.as_ref().is_some_and(|l| !l.contains(&(line_no + 1))) {
+            continue;
+        }
         let entry: Value = serde_json::from_str(&line)?;
         let Some(schema_value) = entry.get("schema") else {
             continue;
@@ -64,10 +85,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let mut first = None;
         let mut best = Duration::MAX;
         let mut accepted = false;
-        for _ in 0..rounds {
+        for round in 0..rounds {
             let begin = Instant::now();
             let result = schema::compile_with(schema_value, &options);
             let took = begin.elapsed();
+            if round == 0 {
+                if let Some(out) = dump.as_mut() {
+                    match &result {
+                        Ok(c) => writeln!(out, "{} {}", line_no + 1, c.gbnf.as_str().len())?,
+                        Err(e) => writeln!(out, "{} refused: {e}", line_no + 1)?,
+                    }
+                    if let Ok(c) = &result {
+                        writeln!(out, "{}", c.gbnf.as_str())?;
+                    }
+                }
+            }
             first.get_or_insert(took);
             best = best.min(took);
             accepted = result.is_ok();

@@ -8,6 +8,7 @@ pub mod chat;
 #[cfg(feature = "engine")]
 pub mod engine;
 pub mod grammar;
+mod hashing;
 /// The HTTP backend (`Model::connect()`): llama-server and OpenAI-compatible
 /// servers.
 #[cfg(feature = "engine")]

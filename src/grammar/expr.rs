@@ -4,17 +4,11 @@
 //! Text is in *code points*: a `Lit` or a `Class` matches characters of the
 //! generated output, exactly as llama.cpp's grammar engine sees them.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 
-/// A hash of `value`, for bucketing before an exact comparison.
-pub fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
-    let mut h = DefaultHasher::new();
-    value.hash(&mut h);
-    h.finish()
-}
+pub use crate::hashing::hash_of;
+use crate::hashing::Map;
 
 /// One grammar expression.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -104,7 +98,7 @@ impl Expr {
         let mut out: Vec<Expr> = Vec::new();
         // Past LINEAR, hashes of the alternatives kept, so that long
         // alternations (large enums) are deduplicated in linear time.
-        let mut seen: Option<HashMap<u64, Vec<usize>>> = None;
+        let mut seen: Option<Map<u64, Vec<usize>>> = None;
         for item in items {
             let parts = match item {
                 Expr::Alt(inner) => inner,
@@ -118,7 +112,7 @@ impl Expr {
                     continue;
                 }
                 let index = seen.get_or_insert_with(|| {
-                    let mut index: HashMap<u64, Vec<usize>> = HashMap::new();
+                    let mut index: Map<u64, Vec<usize>> = Map::default();
                     for (i, e) in out.iter().enumerate() {
                         index.entry(e.shallow_hash()).or_default().push(i);
                     }
@@ -141,12 +135,12 @@ impl Expr {
     /// A hash of the top of the tree only (a bounded amount of work, however
     /// deep the expression): equal expressions share it.
     fn shallow_hash(&self) -> u64 {
-        let mut h = DefaultHasher::new();
+        let mut h = foldhash::fast::FixedState::default().build_hasher();
         self.shallow_hash_into(&mut h, 2);
         h.finish()
     }
 
-    fn shallow_hash_into(&self, h: &mut DefaultHasher, depth: u32) {
+    fn shallow_hash_into(&self, h: &mut impl Hasher, depth: u32) {
         std::mem::discriminant(self).hash(h);
         match self {
             Expr::Lit(s) | Expr::Rule(s) => s.hash(h),
@@ -476,9 +470,17 @@ pub struct Rule {
 
 /// Rules rendered as GBNF text, one per line, `root` first.
 pub fn render(rules: &[Rule]) -> String {
+    render_named(rules.iter().map(|rule| (rule.name.as_str(), &rule.expr)))
+}
+
+/// Named expressions rendered as GBNF text, one rule per line, in order.
+pub fn render_named<'a>(rules: impl IntoIterator<Item = (&'a str, &'a Expr)>) -> String {
     let mut out = String::new();
-    for rule in rules {
-        let _ = writeln!(out, "{} ::= {}", rule.name, rule.expr.to_gbnf());
+    for (name, expr) in rules {
+        out.push_str(name);
+        out.push_str(" ::= ");
+        expr.write_gbnf(&mut out, false);
+        out.push('\n');
     }
     out
 }

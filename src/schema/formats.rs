@@ -208,7 +208,7 @@ impl Format {
     /// The most characters of any of its strings; `None`: unbounded.
     pub fn longest_len(self) -> Option<u64> {
         thread_local! {
-            static LONGEST: std::cell::RefCell<std::collections::HashMap<Format, Option<u64>>> =
+            static LONGEST: std::cell::RefCell<crate::hashing::Map<Format, Option<u64>>> =
                 std::cell::RefCell::default();
         }
         LONGEST.with(|memo| {
@@ -222,7 +222,7 @@ impl Format {
     /// The fewest characters of any of its strings.
     pub fn shortest_len(self) -> u64 {
         thread_local! {
-            static SHORTEST: std::cell::RefCell<std::collections::HashMap<Format, u64>> =
+            static SHORTEST: std::cell::RefCell<crate::hashing::Map<Format, u64>> =
                 std::cell::RefCell::default();
         }
         SHORTEST.with(|memo| {

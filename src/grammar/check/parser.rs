@@ -1,7 +1,7 @@
 //! The GBNF parser: rules, groups, literals, character classes, escapes and
 //! tokens, read the way llama.cpp reads them into the element arena.
 
-use std::collections::HashMap;
+use crate::hashing::Map;
 
 use super::elements::{to_u32, DeadSite, Elem, Kind, Origin, Sym};
 use super::errors::{excerpt, is_name_byte, name_hint, show_char, where_is, Fail};
@@ -64,7 +64,7 @@ pub(super) struct Parser<'a> {
     src: &'a str,
     bytes: &'a [u8],
     syms: Vec<Sym>,
-    names: HashMap<&'a str, u32>,
+    names: Map<&'a str, u32>,
     pub(super) arena: Vec<Elem>,
     dead_sites: Vec<DeadSite>,
     pub(super) expanded: u64,
@@ -83,7 +83,7 @@ impl<'a> Parser<'a> {
             src,
             bytes: src.as_bytes(),
             syms: Vec::new(),
-            names: HashMap::new(),
+            names: Map::default(),
             arena: Vec::new(),
             dead_sites: Vec::new(),
             expanded: 0,

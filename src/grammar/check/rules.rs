@@ -2,7 +2,7 @@
 //! in, and the checks for undefined rules, `root`, and rules or characters
 //! that match nothing.
 
-use std::collections::HashMap;
+use crate::hashing::Map;
 
 use super::elements::{to_u32, DeadSite, Elem, Kind, Sym};
 use super::errors::Fail;
@@ -12,7 +12,7 @@ use super::{CheckedGrammar, TokenUse, ROOT, UNSET};
 pub(super) struct Grammar<'a> {
     pub(super) src: &'a str,
     pub(super) syms: Vec<Sym>,
-    pub(super) names: HashMap<&'a str, u32>,
+    pub(super) names: Map<&'a str, u32>,
     pub(super) arena: Vec<Elem>,
     pub(super) dead_sites: Vec<DeadSite>,
     pub(super) n: usize,

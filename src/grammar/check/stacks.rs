@@ -8,6 +8,7 @@ use super::rules::Grammar;
 use super::{MAX_PARSE_STACKS, UNSET};
 
 /// An item at the start of an alternative.
+#[derive(Clone, Copy)]
 enum LeftItem {
     /// A character or token: one parse stack.
     Terminal,
@@ -30,8 +31,11 @@ struct Fanout<'g, 'a> {
     searches: u32,
     /// Elements the exact counts may still look at.
     budget: u64,
-    /// Reused buffer for the first items of a rule.
+    /// The first items of every rule, found once (the counts visit a rule
+    /// once per component that reaches it): rule `id`'s are
+    /// `items[item_starts[id]..item_starts[id + 1]]`.
     items: Vec<LeftItem>,
+    item_starts: Vec<usize>,
 }
 
 impl<'g, 'a> Fanout<'g, 'a> {
@@ -68,6 +72,13 @@ impl<'g, 'a> Fanout<'g, 'a> {
                 *next += 1;
             }
         }
+        let mut items = Vec::new();
+        let mut item_starts = Vec::with_capacity(left.component.len() + 1);
+        for id in 0..left.component.len() {
+            item_starts.push(items.len());
+            grammar.walk_left(id, &left.nullable, &mut |item| items.push(item));
+        }
+        item_starts.push(items.len());
         Fanout {
             grammar,
             left,
@@ -77,18 +88,21 @@ impl<'g, 'a> Fanout<'g, 'a> {
             mark: vec![0; count],
             searches: 0,
             budget: Self::BUDGET,
-            items: Vec::new(),
+            items,
+            item_starts,
         }
     }
 
-    /// The first items of rule `id`, in the reused buffer (give it back
-    /// through `self.items`).
-    fn first_items(&mut self, id: usize) -> Vec<LeftItem> {
-        let mut items = std::mem::take(&mut self.items);
-        items.clear();
-        self.grammar
-            .walk_left(id, &self.left.nullable, &mut |item| items.push(item));
-        items
+    /// The first items of rule `id`.
+    fn first_items(&self, id: usize) -> &[LeftItem] {
+        let start = self.item_starts.get(id).copied().unwrap_or(0);
+        let end = self.item_starts.get(id + 1).copied().unwrap_or(0);
+        self.items.get(start..end).unwrap_or_default()
+    }
+
+    /// The first item `i` of rule `id`.
+    fn first_item(&self, id: usize, i: usize) -> Option<LeftItem> {
+        self.first_items(id).get(i).copied()
     }
 
     fn comp(&self, id: usize) -> usize {
@@ -131,19 +145,19 @@ impl<'g, 'a> Fanout<'g, 'a> {
         let mut total = 0u64;
         for i in 0..self.members(comp).len() {
             let id = self.members(comp).get(i).copied().unwrap_or(0);
-            let items = self.first_items(id);
-            for item in &items {
+            let mut i = 0;
+            while let Some(item) = self.first_item(id, i) {
                 total = total.saturating_add(self.item_stacks(item, search));
+                i += 1;
             }
-            self.items = items;
         }
         total
     }
 
     /// Stacks one first item adds; a reference that ends its alternative
     /// adds nothing when its component was already counted in this search.
-    fn item_stacks(&mut self, item: &LeftItem, search: u32) -> u64 {
-        match *item {
+    fn item_stacks(&mut self, item: LeftItem, search: u32) -> u64 {
+        match item {
             LeftItem::Terminal => 1,
             LeftItem::Ref { target, tail } => {
                 let comp = self.comp(target);
@@ -168,14 +182,14 @@ impl<'g, 'a> Fanout<'g, 'a> {
         while let Some(current) = todo.pop() {
             for i in 0..self.members(current).len() {
                 let id = self.members(current).get(i).copied().unwrap_or(0);
-                let items = self.first_items(id);
                 self.budget = self
                     .budget
                     .saturating_sub(self.grammar.elems(id).len() as u64);
-                for item in &items {
+                let mut i = 0;
+                while let Some(item) = self.first_item(id, i) {
                     total = total.saturating_add(self.exact_item(item, search, &mut todo));
+                    i += 1;
                 }
-                self.items = items;
                 if total > MAX_PARSE_STACKS || self.budget == 0 {
                     return if total > MAX_PARSE_STACKS {
                         total
@@ -188,8 +202,8 @@ impl<'g, 'a> Fanout<'g, 'a> {
         total
     }
 
-    fn exact_item(&mut self, item: &LeftItem, search: u32, todo: &mut Vec<usize>) -> u64 {
-        match *item {
+    fn exact_item(&mut self, item: LeftItem, search: u32, todo: &mut Vec<usize>) -> u64 {
+        match item {
             LeftItem::Terminal => 1,
             LeftItem::Ref {
                 target,

@@ -5,7 +5,7 @@
 //! bounded: by default `{"a": 1, "b": [1, 2]}` (", " between members, ": "
 //! after keys, nothing else).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use crate::hashing::{Map, Set};
 
 use super::canonical;
 use super::formats::Format;
@@ -17,7 +17,7 @@ use super::range::{Bound, Divisor, NumRange};
 use super::regex;
 use super::strings;
 use super::Productive;
-use crate::grammar::expr::{render, Expr, Rule};
+use crate::grammar::expr::{render_named, Expr};
 
 mod array;
 mod object;
@@ -44,16 +44,16 @@ pub fn emit(
         defs,
         layout,
         productive,
-        rules: BTreeMap::new(),
+        rules: Map::default(),
         order: Vec::new(),
-        used_names: HashMap::new(),
-        given: HashSet::new(),
+        used_names: Map::default(),
+        given: Set::default(),
         def_rules: vec![None; defs.nodes.len()],
         pending: Vec::new(),
-        hoisted: HashMap::new(),
-        strings: HashMap::new(),
-        multiples: HashMap::new(),
-        keys_excluding: HashMap::new(),
+        hoisted: Map::default(),
+        strings: Map::default(),
+        multiples: Map::default(),
+        keys_excluding: Map::default(),
         empty_range: None,
         limitation: None,
     };
@@ -101,42 +101,32 @@ pub fn emit(
         }
     }
     // root first, then the rest in the order they were defined.
-    let root_first = std::iter::once(&"root".to_owned())
-        .chain(e.order.iter().filter(|n| *n != "root"))
-        .cloned()
-        .collect::<Vec<_>>();
-    let rules: Vec<Rule> = root_first
-        .iter()
-        .filter_map(|name| {
-            e.rules.get(name).map(|expr| Rule {
-                name: name.clone(),
-                expr: expr.clone(),
-            })
-        })
-        .collect();
-    Ok(render(&rules))
+    let root_first = std::iter::once("root")
+        .chain(e.order.iter().map(String::as_str).filter(|n| *n != "root"))
+        .filter_map(|name| e.rules.get(name).map(|expr| (name, expr)));
+    Ok(render_named(root_first))
 }
 
 struct Emitter<'a> {
     defs: &'a Defs,
     layout: &'a Layout,
     productive: &'a Productive,
-    rules: BTreeMap<String, Expr>,
+    rules: Map<String, Expr>,
     order: Vec<String>,
-    used_names: HashMap<String, usize>,
+    used_names: Map<String, usize>,
     /// Every name [`Emitter::fresh`] gave.
-    given: HashSet<String>,
+    given: Set<String>,
     def_rules: Vec<Option<String>>,
     pending: Vec<usize>,
     /// The grammar of each string node written from an automaton.
-    strings: HashMap<StrNode, Option<Expr>>,
+    strings: Map<StrNode, Option<Expr>>,
     /// The grammar of each numeric node with divisors (integer or not).
-    multiples: HashMap<(bool, NumRange), Option<Expr>>,
+    multiples: Map<(bool, NumRange), Option<Expr>>,
     /// The rule of the keys other than each set of declared names (sorted):
     /// objects that share their names (a definition and its merges) share it.
-    keys_excluding: HashMap<Vec<String>, String>,
+    keys_excluding: Map<Vec<String>, String>,
     /// The rule already holding each hoisted repetition body.
-    hoisted: HashMap<Expr, String>,
+    hoisted: Map<Expr, String>,
     /// Why the first numeric range that matched nothing did: a union drops
     /// such a branch, and a schema left with nothing reports it.
     empty_range: Option<String>,
@@ -165,7 +155,7 @@ impl Emitter<'_> {
         } else {
             factor(expr, escapes)
         };
-        if expr_mentions(&expr, ESCAPE_RULE) && !self.rules.contains_key(ESCAPE_RULE) {
+        if !self.rules.contains_key(ESCAPE_RULE) && expr_mentions(&expr, ESCAPE_RULE) {
             self.order.push(ESCAPE_RULE.to_owned());
             self.rules
                 .insert(ESCAPE_RULE.to_owned(), Expr::alt(escapes.to_vec()));

@@ -1,7 +1,7 @@
 //! Objects: declared members in order, then other keys, as a state
 //! machine over (member, count written) that stays linear in the properties.
 
-use std::collections::HashMap;
+use crate::hashing::Map;
 
 use super::{quoted, repeat, Emitter};
 use crate::grammar::expr::Expr;
@@ -244,9 +244,10 @@ impl ObjectMachine {
             reach.push(next);
         }
         // The rule of each reachable count after member i, for i = n down to 0.
-        let mut after: HashMap<u64, Option<String>> = HashMap::new();
+        let mut after: Map<u64, Option<String>> = Map::default();
         for i in (0..=n).rev() {
-            let mut here: HashMap<u64, Option<String>> = HashMap::with_capacity(reach[i].len());
+            let mut here: Map<u64, Option<String>> =
+                Map::with_capacity_and_hasher(reach[i].len(), Default::default());
             for &c in &reach[i] {
                 let expr = if i == n {
                     self.tail_or_note(e, c)

@@ -1,7 +1,7 @@
 //! The shared rules (`value`, `string`, `number`, …) every grammar may use,
 //! and the factoring of JSON string escapes into one rule.
 
-use std::collections::HashSet;
+use crate::hashing::Set;
 
 use crate::grammar::expr::Expr;
 use crate::schema::numeric;
@@ -22,7 +22,7 @@ pub(super) fn factor(expr: Expr, escapes: &[Expr]) -> Expr {
             let escape_set = escape_literals(escapes);
             let is_escape = |x: &Expr| literal(x).is_some_and(|l| escape_set.contains(l));
             let all_present = items.len() >= escape_set.len() && {
-                let present: HashSet<&str> = items
+                let present: Set<&str> = items
                     .iter()
                     .filter(|x| is_escape(x))
                     .filter_map(literal)
@@ -48,8 +48,8 @@ pub(super) fn factor(expr: Expr, escapes: &[Expr]) -> Expr {
 }
 
 /// The escape literals as a set, built once.
-fn escape_literals(escapes: &[Expr]) -> &'static HashSet<String> {
-    static SET: std::sync::OnceLock<HashSet<String>> = std::sync::OnceLock::new();
+fn escape_literals(escapes: &[Expr]) -> &'static Set<String> {
+    static SET: std::sync::OnceLock<Set<String>> = std::sync::OnceLock::new();
     SET.get_or_init(|| {
         escapes
             .iter()

@@ -2,7 +2,7 @@
 //! partition of the code points in which every set it mentions is a union of
 //! classes. Sets then become bit sets over the classes.
 
-use std::collections::HashMap;
+use crate::hashing::Map;
 
 use crate::schema::strings::CharSet;
 
@@ -109,7 +109,7 @@ impl Alphabet {
         cuts.dedup();
         cuts.retain(|&c| c <= char::MAX as u32);
         // Each elementary interval's membership signature decides its class.
-        let mut by_signature: HashMap<Vec<bool>, usize> = HashMap::new();
+        let mut by_signature: Map<Vec<bool>, usize> = Map::default();
         let mut members: Vec<Vec<(char, char)>> = Vec::new();
         let mut starts = Vec::with_capacity(cuts.len());
         for (i, &start) in cuts.iter().enumerate() {

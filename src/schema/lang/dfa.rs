@@ -5,7 +5,9 @@ use std::collections::VecDeque;
 
 use super::alphabet::{Alphabet, Bits};
 use super::terms::{Terms, NOTHING};
-use super::{FxMap, LangError, Re, MAX_NUMERAL_STATES, MAX_STATES, NUMERAL_CHARS};
+use crate::hashing::Map;
+
+use super::{LangError, Re, MAX_NUMERAL_STATES, MAX_STATES, NUMERAL_CHARS};
 use crate::schema::strings::CharSet;
 
 /// One state: whether it accepts, and its transitions (disjoint class sets,
@@ -42,7 +44,7 @@ impl Dfa {
         let alphabet = Alphabet::of(&sets);
         let mut terms = Terms::new(&alphabet);
         let root = terms.of(re, &alphabet);
-        let mut ids: FxMap<u32, usize> = FxMap::default();
+        let mut ids: Map<u32, usize> = Map::default();
         let mut order = vec![root];
         ids.insert(root, 0);
         let mut states = Vec::new();

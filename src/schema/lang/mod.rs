@@ -29,8 +29,8 @@ mod terms;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use crate::hashing::Map;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::grammar::expr::Expr;
@@ -102,7 +102,7 @@ pub fn automaton(re: &Re) -> Result<Arc<Dfa>, LangError> {
     const KEPT: usize = 64;
     type Built = Result<Arc<Dfa>, LangError>;
     thread_local! {
-        static CACHE: RefCell<HashMap<Re, Built>> = RefCell::new(HashMap::new());
+        static CACHE: RefCell<Map<Re, Built>> = RefCell::new(Map::default());
     }
     if let Some(hit) = CACHE.with(|c| c.borrow().get(re).cloned()) {
         return hit;
@@ -233,38 +233,3 @@ impl Re {
         }
     }
 }
-
-/// FxHash (as in rustc): the term tables hash small integer keys millions of
-/// times per schema, where SipHash's resistance to collisions buys nothing.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher(u64);
-
-impl std::hash::Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A hash map keyed with [`FxHasher`].
-pub(crate) type FxMap<K, V> =
-    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;

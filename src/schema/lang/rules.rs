@@ -8,7 +8,7 @@
 //! instead of one state per count. `^[a-z][a-z0-9-]*$` with `maxLength: 2048`
 //! is then two rules, not 2,048.
 
-use std::collections::HashMap;
+use crate::hashing::Map;
 use std::ops::ControlFlow;
 
 use super::alphabet::{Alphabet, Bits};
@@ -233,7 +233,7 @@ impl Dfa {
             }
         }
         // Sets that end many counted tails share one chain of rules.
-        let mut sinks: HashMap<Bits, usize> = HashMap::new();
+        let mut sinks: Map<Bits, usize> = Map::default();
         for node in &nodes {
             if let Some((set, _, Some(_))) = &node.sink {
                 *sinks.entry(set.clone()).or_default() += 1;
@@ -246,7 +246,7 @@ impl Dfa {
             names: vec![None; nodes.len()],
             pending: vec![0],
             fresh,
-            chars: HashMap::new(),
+            chars: Map::default(),
             chained: sinks
                 .into_iter()
                 .filter(|(_, n)| *n >= CHAIN_FROM)
@@ -273,7 +273,7 @@ impl Dfa {
             Some(_) => n + 1,
             None => (n + 1).min(min),
         };
-        let mut index: HashMap<(usize, u64), usize> = HashMap::new();
+        let mut index: Map<(usize, u64), usize> = Map::default();
         let mut keys = vec![(0usize, 0u64)];
         index.insert((0, 0), 0);
         let mut nodes = Vec::new();
@@ -396,10 +396,10 @@ struct Writer<'a> {
     pending: Vec<usize>,
     fresh: &'a mut dyn FnMut() -> String,
     /// The expression of each character set written so far.
-    chars: HashMap<Bits, Option<Expr>>,
+    chars: Map<Bits, Option<Expr>>,
     /// For the sets of many counted tails, the rules `up to j of them`,
     /// by `j`.
-    chained: HashMap<Bits, Vec<String>>,
+    chained: Map<Bits, Vec<String>>,
     /// Rules other than the nodes' (the chains).
     extra: Vec<(String, Expr)>,
 }

@@ -6,7 +6,9 @@
 use std::rc::Rc;
 
 use super::alphabet::{Alphabet, Bits};
-use super::{FxMap, Re, NUMERAL_CHARS};
+use crate::hashing::Map;
+
+use super::{Re, NUMERAL_CHARS};
 use crate::schema::range::times_pow10;
 
 pub(super) type Id = u32;
@@ -121,9 +123,9 @@ pub(super) struct Terms {
     numeral_blocks: Rc<[Bits]>,
     terms: Vec<Term>,
     nullable: Vec<bool>,
-    index: FxMap<Term, Id>,
-    derivatives: FxMap<(Id, usize), Id>,
-    partitions: FxMap<Id, Rc<[Bits]>>,
+    index: Map<Term, Id>,
+    derivatives: Map<(Id, usize), Id>,
+    partitions: Map<Id, Rc<[Bits]>>,
 }
 
 impl Terms {
@@ -152,9 +154,9 @@ impl Terms {
             numeral_blocks: blocks.into(),
             terms: Vec::new(),
             nullable: Vec::new(),
-            index: FxMap::default(),
-            derivatives: FxMap::default(),
-            partitions: FxMap::default(),
+            index: Map::default(),
+            derivatives: Map::default(),
+            partitions: Map::default(),
         };
         t.intern(Term::Nothing);
         t.intern(Term::Eps);

@@ -2,7 +2,7 @@
 //! the way in. Work is budgeted: nesting depth and the number of schema objects
 //! visited are bounded, so hostile input fails fast with an error.
 
-use std::collections::HashMap;
+use crate::hashing::Map as HashMap;
 
 use serde_json::{Map, Value};
 
@@ -755,7 +755,7 @@ fn dedup(values: &[Value]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(values.len());
     // Values bucketed by a key that equal values share, so that large enums
     // are deduplicated in linear time.
-    let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut seen: HashMap<u64, Vec<usize>> = HashMap::default();
     for v in values {
         let same = seen.entry(ir::json_hash(v)).or_default();
         if !same.iter().any(|&i| ir::json_eq(v, &out[i])) {

@@ -1,7 +1,7 @@
 //! Lowering the syntax tree to grammar expressions for JSON string content,
 //! keeping unbounded repetitions free of bodies that match the empty string.
 
-use std::collections::HashSet;
+use crate::hashing::Set;
 
 use super::ast::Node;
 use super::{unsupported, RegexError};
@@ -202,7 +202,7 @@ pub(super) fn alt_of(items: Vec<Expr>) -> Expr {
         }
     }
     let keep: Vec<bool> = {
-        let mut seen = HashSet::with_capacity(flat.len());
+        let mut seen = Set::with_capacity_and_hasher(flat.len(), Default::default());
         flat.iter().map(|expr| seen.insert(expr)).collect()
     };
     let mut unique: Vec<Expr> = flat
