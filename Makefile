@@ -77,6 +77,7 @@ xgrammar:
 	@bash scripts/xgrammar-venv.sh >/dev/null
 
 test-rust: deps model qwen-model xgrammar
+	python3 scripts/import-circles.py
 	# One test at a time: tests that run the model each start llama.cpp threads,
 	# and oversubscribed cores make its spinning barriers crawl.
 	cargo test --release $(CORE) -- --test-threads=1
@@ -90,6 +91,7 @@ test-php: build model embedding-model qwen-model gemma-model llama-server
 
 lint:
 	cargo fmt --check
+	python3 scripts/import-circles.py
 	cargo clippy --release --all-targets -- -D warnings
 	cargo clippy --release $(CORE) --all-targets -- -D warnings
 	cargo clippy --release --no-default-features --lib -- -D warnings

@@ -12,47 +12,25 @@
 //! string waits until it cannot, and (for a chat reply) a `<think>` tag cut
 //! off waits until it is whole. So the pieces, put together, are exactly the
 //! final text.
+//!
+//! One concern with `model.rs`, in a file of its own for size: the model
+//! starts a stream and lends it its session; the stream gives the session
+//! back to the model when it ends (they import each other on purpose).
 
 use std::rc::Rc;
 
 use llama_cpp_2::token::LlamaToken;
 
-use super::error::{InferenceError, InferenceResult};
-use super::generate::{FinishReason, Generation, Generator};
+use super::generate::Generator;
 use super::model::Model;
-use super::params::GenerateParams;
 use super::sampler::Sampler;
 use super::session::Session;
 use super::threads::Claim;
-use crate::chat::reasoning::{Part, Parts};
-
-/// What a piece of a stream is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PieceKind {
-    /// Inside a `<think>` block of a chat reply, tags included.
-    Reasoning,
-    /// The rest of a chat reply.
-    Answer,
-    /// Plain-text completion: no parts.
-    Text,
-}
-
-impl PieceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PieceKind::Reasoning => "reasoning",
-            PieceKind::Answer => "answer",
-            PieceKind::Text => "text",
-        }
-    }
-}
-
-/// One piece of a stream.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Piece {
-    pub kind: PieceKind,
-    pub text: String,
-}
+use crate::chat::reasoning::Parts;
+use crate::common::error::{InferenceError, InferenceResult};
+use crate::common::generation::cut;
+use crate::common::params::GenerateParams;
+use crate::common::{FinishReason, Generation, Piece};
 
 /// Where the generation of a stream is.
 enum State {
@@ -98,7 +76,8 @@ impl std::fmt::Debug for Stream {
 
 impl Stream {
     /// A stream of the reply to `prompt` in `session`, which the model has
-    /// lent it (see `Model::lend_session`). `parts` is set for a chat reply.
+    /// handed it (its reusable session, given back when the stream ends).
+    /// `parts` is set for a chat reply.
     pub(super) fn new(
         model: Rc<Model>,
         session: Session,
@@ -277,28 +256,4 @@ impl Drop for Stream {
         // records.
         self.give_back(true);
     }
-}
-
-/// The next piece of `text[from..]` (see [`Parts::next`]); plain text is one
-/// piece of everything there is.
-pub(crate) fn cut(
-    parts: &mut Option<Parts>,
-    text: &str,
-    from: usize,
-    complete: bool,
-) -> Option<Piece> {
-    if from >= text.len() {
-        return None;
-    }
-    let (kind, end) = match parts {
-        None => (PieceKind::Text, text.len()),
-        Some(parts) => match parts.next(text, from, complete)? {
-            (Part::Reasoning, end) => (PieceKind::Reasoning, end),
-            (Part::Answer, end) => (PieceKind::Answer, end),
-        },
-    };
-    (end > from).then(|| Piece {
-        kind,
-        text: text[from..end].to_owned(),
-    })
 }

@@ -205,28 +205,6 @@ pub fn string_list(value: &Zval) -> Option<Vec<String>> {
 /// Deepest nesting of PHP arrays/objects (or JSON text) read as a schema.
 pub const SCHEMA_MAX_DEPTH: usize = 128;
 
-/// A `schema` argument: a PHP array (or object), or JSON text.
-pub fn schema_value(value: &Zval) -> Result<serde_json::Value, String> {
-    let value = value.dereference();
-    if let Some(schema) = <&super::schema::Schema>::from_zval(value) {
-        return Ok(schema.node.to_value());
-    }
-    if value.is_string() {
-        let Some(text) = value.str() else {
-            return Err("schema is not valid UTF-8".to_owned());
-        };
-        return serde_json::from_str(text).map_err(|e| format!("schema is not valid JSON: {e}"));
-    }
-    if value.is_array() || value.is_object() {
-        let mut path = String::new();
-        return zval_to_json(value, 0, &mut path, "schema");
-    }
-    Err(format!(
-        "schema must be an array, a JSON string or a Displace\\Infer\\Schema, got {}",
-        type_name(value)
-    ))
-}
-
 /// Any PHP value as JSON (see [`zval_to_json`]); `what` names it in errors.
 pub fn json_value(value: &Zval, what: &str) -> Result<serde_json::Value, String> {
     let mut path = String::new();
@@ -237,7 +215,7 @@ pub fn json_value(value: &Zval, what: &str) -> Result<serde_json::Value, String>
 /// objects. NAN/INF, resources, invalid UTF-8 and nesting deeper than
 /// [`SCHEMA_MAX_DEPTH`] (recursive arrays included) are errors naming the path
 /// inside `what`.
-fn zval_to_json(
+pub fn zval_to_json(
     value: &Zval,
     depth: usize,
     path: &mut String,

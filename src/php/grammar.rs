@@ -9,7 +9,8 @@ use ext_php_rs::binary::Binary;
 use super::convert;
 use super::convert::OptionsArg;
 use super::exceptions::{infer_exception, no_constructor};
-use super::options::{from_schema_defaults, schema_grammar};
+use super::options::from_schema_defaults;
+use super::schema_arg::schema_grammar;
 use crate::grammar::CheckedGbnf;
 
 /// Static helpers for grammars.

@@ -17,6 +17,7 @@ mod reflect;
 mod rerank_model;
 mod response;
 mod schema;
+mod schema_arg;
 mod stream;
 mod timeout;
 mod tool_call;

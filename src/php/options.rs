@@ -8,36 +8,14 @@ use ext_php_rs::types::{ArrayKey, Zval};
 
 use super::convert::{self, describe, php_float, OptionsArg};
 use super::errors::{CallError, LoadCallError};
+use super::schema_arg::schema_grammar;
 use crate::chat::tools::{ToolChoice, Tools};
+use crate::common::params::{seed_from, Constraint, Pooling, MAX_THREADS};
 use crate::engine::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
-use crate::engine::params::{seed_from, Constraint, Pooling, MAX_THREADS};
 use crate::engine::rerank::RerankParams;
 use crate::engine::{GenerateParams, LoadParams};
 use crate::grammar::CheckedGbnf;
-use crate::schema::{ConvertOptions, ObjectDefaults};
-
-/// The grammar for a `schema` argument (array or JSON text), or the message.
-/// An empty PHP array (`[]`) is how PHP code writes `{}`, so it stands for
-/// the empty schema.
-/// `defaults` is the reading of objects that leave `required` or
-/// `additionalProperties` out (the `schema_defaults` option).
-pub fn schema_grammar(value: &Zval, defaults: ObjectDefaults) -> Result<CheckedGbnf, String> {
-    schema_json_grammar(&convert::schema_value(value)?, defaults)
-}
-
-/// The grammar for a schema already read as JSON (see [`schema_grammar`]).
-pub fn schema_json_grammar(
-    schema: &serde_json::Value,
-    defaults: ObjectDefaults,
-) -> Result<CheckedGbnf, String> {
-    let options = ConvertOptions {
-        empty_array_is_schema: true,
-        object_defaults: defaults,
-        ..ConvertOptions::default()
-    };
-    let compiled = crate::schema::compile_with(schema, &options).map_err(|e| e.to_string())?;
-    Ok(compiled.gbnf)
-}
+use crate::schema::ObjectDefaults;
 
 /// The keys `Model::load()` accepts.
 pub const LOAD_KEYS: &[&str] = &[
@@ -610,24 +588,17 @@ pub fn connect_params(
     Ok(params)
 }
 
-/// Options of `chat()` and its variants that only a model in this process
-/// can honour: refused for a connected model rather than ignored.
-pub fn local_only_options(options: &OptionsArg<'_>) -> Result<(), CallError> {
+/// Refuse the first option of a generation that the backend says it cannot
+/// honour (`refuses` gives why), rather than ignore it.
+pub fn refused_options(
+    options: &OptionsArg<'_>,
+    refuses: impl Fn(&str) -> Option<&'static str>,
+) -> Result<(), CallError> {
     let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
     for (key, _) in entries {
-        let why = match key.as_str() {
-            "cache_prompt" => "the server keeps its own prompt cache (llama-server reuses the common prefix of each slot)",
-            "max_reasoning_tokens" => "the server applies the grammar from the first token and cannot bound a thought",
-            "tools" | "tool_choice" => "tool calls are parsed from the model's own call format by the in-process engine",
-            _ => continue,
-        };
-        return Err(Problem::new(
-            &key,
-            format!(
-                "applies to models loaded in this process only, not to a connected model: {why}"
-            ),
-        )
-        .into());
+        if let Some(why) = refuses(&key) {
+            return Err(Problem::new(&key, why.to_owned()).into());
+        }
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use ext_php_rs::types::{ArrayKey, Zval};
 use serde_json::{Map, Value as Json};
 
 use super::convert::{self, describe};
-use super::options::schema_json_grammar;
+use super::schema_arg::{schema_json_grammar, schema_value};
 use crate::chat::tools::{ToolChoice, ToolSpec};
 use crate::schema::ObjectDefaults;
 
@@ -122,9 +122,7 @@ fn tool(index: usize, item: &Zval, defaults: ObjectDefaults) -> Result<ToolSpec,
     }
     let parameters = match take(&mut fields, "parameters") {
         None => serde_json::json!({"type": "object", "properties": {}}),
-        Some(p) => {
-            convert::schema_value(p).map_err(|e| format!("tool \"{name}\": parameters: {e}"))?
-        }
+        Some(p) => schema_value(p).map_err(|e| format!("tool \"{name}\": parameters: {e}"))?,
     };
     if parameters.get("type").and_then(Json::as_str) != Some("object") {
         return Err(format!(

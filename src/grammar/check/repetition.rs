@@ -1,5 +1,9 @@
 //! Repetition operators (`*`, `+`, `?`, `{m,n}`) and their expansion into
 //! copies and generated rules, as llama.cpp expands them.
+//!
+//! One concern with `parser.rs`, split for size: the parser reads an
+//! operator into a [`Repeat`] and this file expands it on the parser's
+//! state (they import each other on purpose).
 
 use super::elements::{Elem, Kind, Origin};
 use super::errors::{excerpt, Fail};
