@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::Instant;
 
-use infer::engine::params::Constraint;
+use infer::common::params::Constraint;
 use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
 use infer::schema;
 use serde_json::{json, Value};

@@ -5,6 +5,9 @@
 /// Rendering conversations (templates, tool calls, reasoning): text only.
 #[cfg(feature = "engine")]
 pub mod chat;
+/// What the backends share: parameters, errors, results, the `Backend` trait.
+#[cfg(feature = "engine")]
+pub mod common;
 #[cfg(feature = "engine")]
 pub mod engine;
 pub mod grammar;

@@ -130,6 +130,16 @@ final class RemoteTest extends InferTestCase
         );
     }
 
+    public function testAClosedConnectionRefusesLaterCalls(): void
+    {
+        $connected = Model::connect(self::server()->url);
+        $this->assertSame(self::remote()->countTokens('Hello there'), $connected->countTokens('Hello there'));
+        $connected->close();
+        $connected->close();
+        $this->assertThrows(InferenceException::class, 'model has been closed', fn () => $connected->countTokens('Hello there'));
+        $this->assertThrows(InferenceException::class, 'model has been closed', fn () => $connected->raw('Hi'));
+    }
+
     public function testChatManySendsConcurrentRequestsWithTheSameReplies(): void
     {
         $prompts = [

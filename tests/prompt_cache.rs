@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use infer::engine::params::Constraint;
+use infer::common::params::Constraint;
 use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};
 use infer::grammar::CheckedGbnf;
 

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use infer::engine::params::GenerateParams;
+use infer::common::params::GenerateParams;
 use std::sync::Arc;
 
 use infer::engine::sampler::{GrammarSampler, Sampler};

@@ -27,7 +27,7 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::{Map, Value as Json};
 
-use crate::chat::Message;
+use crate::chat::{check_messages, ChatError, Message};
 
 /// Opens a placeholder. A Unicode noncharacter: valid UTF-8 that no text
 /// is meant to hold, and a template has no reason to write or change.
@@ -290,6 +290,64 @@ impl Segments {
     pub fn text(&self) -> String {
         self.parts.iter().map(|(text, _)| text.as_str()).collect()
     }
+
+    /// The tokens of the prompt: its template text with special tokens
+    /// parsed, its plain pieces without, each through `tokenize(text,
+    /// add_bos, parse_special)`. The BOS the tokenizer asks for is added to
+    /// the first piece unless the template writes it itself (`writes_bos`).
+    pub fn tokens<T, E>(
+        &self,
+        writes_bos: bool,
+        mut tokenize: impl FnMut(&str, bool, bool) -> Result<Vec<T>, E>,
+    ) -> Result<Vec<T>, E> {
+        let mut add_bos = !writes_bos;
+        let mut tokens = Vec::new();
+        for (text, plain) in self.parts() {
+            tokens.extend(tokenize(text, add_bos, !plain)?);
+            add_bos = false;
+        }
+        if add_bos {
+            tokens = tokenize("", true, true)?;
+        }
+        Ok(tokens)
+    }
+}
+
+/// A conversation rendered for tokenizing: the one front end of the engine
+/// and of a connected llama-server. Unless `trusted` (the option
+/// `special_tokens_in_messages`), every string from outside the template
+/// that holds control-token markup goes through `render` as a placeholder
+/// and comes back as a plain piece, so that only the template's own markup
+/// can become control tokens. `holds_markup` answers for all the strings
+/// at once, in the order masking meets them (a tokenizer in another process
+/// is asked in as few requests as it can be).
+pub fn render_segments<E: From<ChatError>>(
+    inputs: Inputs<'_>,
+    trusted: bool,
+    render: impl Fn(&[Message], &Map<String, Json>, Option<&Json>) -> Result<String, E>,
+    holds_markup: impl FnOnce(&[String]) -> Result<Vec<bool>, E>,
+) -> Result<Segments, E> {
+    if trusted {
+        return Ok(Segments::template(render(
+            inputs.messages,
+            inputs.vars,
+            inputs.tools,
+        )?));
+    }
+    // The conversation's own checks (no messages, NUL bytes) come first.
+    check_messages(inputs.messages)?;
+    let mut strings = Vec::new();
+    Masked::new_by(inputs, |s| {
+        strings.push(s.to_owned());
+        false
+    });
+    let mut flags = holds_markup(&strings)?.into_iter();
+    let masked = Masked::new_by(inputs, |_| flags.next().unwrap_or(true));
+    Ok(masked.unmask(&render(
+        &masked.messages,
+        &masked.vars,
+        masked.tools.as_ref(),
+    )?))
 }
 
 #[cfg(test)]

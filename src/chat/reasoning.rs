@@ -1,7 +1,9 @@
 //! Splitting `<think>…</think>` reasoning from the answer.
 
-const OPEN: &str = "<think>";
-const CLOSE: &str = "</think>";
+/// The tags of a reasoning block: the text split here, and the ones the
+/// engine writes itself when it closes a thought (`engine::think`).
+pub const OPEN: &str = "<think>";
+pub const CLOSE: &str = "</think>";
 
 /// The answer and the reasoning of a generated text.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use llama_cpp_2::llama_backend::LlamaBackend;
 
-use super::error::LoadError;
+use crate::common::error::LoadError;
 
 /// How many diagnostic lines a thread keeps for the next error message.
 const KEPT_LINES: usize = 8;

@@ -13,12 +13,13 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::context::{cells_for, BatchToken, Context, Shape, MAX_SEQUENCES};
-use super::error::{InferenceError, InferenceResult};
-use super::generate::{recount_due, FinishReason, Generation, Progress};
-use super::params::GenerateParams;
+use super::generate::{recount_due, Progress};
 use super::sampler::{GrammarSampler, Sampler};
 use super::session::MAX_BATCH;
 use super::threads::Claim;
+use crate::common::error::{InferenceError, InferenceResult};
+use crate::common::params::GenerateParams;
+use crate::common::{FinishReason, Generation};
 
 /// Sequences decoded together when the caller does not say: enough to keep
 /// the cores busy on a CPU, few enough that the KV cache of prompts of a few

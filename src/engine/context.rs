@@ -23,8 +23,8 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_sys_2 as sys;
 
 use super::backend::{clear_diagnostics, take_diagnostics};
-use super::error::{InferenceError, InferenceResult};
-use super::params::{Pooling, StopCheck};
+use crate::common::error::{InferenceError, InferenceResult};
+use crate::common::params::{Pooling, StopCheck};
 
 /// Cells are allocated in steps of this many tokens (llama.cpp pads to it
 /// anyway), so that calls of similar sizes share a shape and can reuse one
@@ -197,12 +197,12 @@ pub struct Shape {
     /// sequences of any lengths that are cleared after each batch.
     /// `n_ctx` is then the size of the pool.
     pub shared_cells: bool,
-    pub output: Output,
+    pub output: Computes,
 }
 
 /// What a context computes for the tokens that ask for output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
+pub enum Computes {
     /// Next-token logits.
     Logits,
     /// Embeddings, pooled as given (`None`: as the GGUF declares).
@@ -218,7 +218,7 @@ impl Shape {
             n_seq,
             n_batch,
             shared_cells: false,
-            output: Output::Logits,
+            output: Computes::Logits,
         }
     }
 }
@@ -288,13 +288,13 @@ impl Context {
             // its own cells only, exactly as it would alone in a context of
             // `n_ctx`.
             params.kv_unified = shape.shared_cells;
-            if let Output::Embeddings(pooling) = shape.output {
+            if let Computes::Embeddings(pooling) = shape.output {
                 params.embeddings = true;
                 params.pooling_type = pooling_type(pooling);
             }
             params.flash_attn_type = match shape.output {
-                Output::Logits => FLASH_ATTN,
-                Output::Embeddings(_) => EMBEDDINGS_FLASH_ATTN,
+                Computes::Logits => FLASH_ATTN,
+                Computes::Embeddings(_) => EMBEDDINGS_FLASH_ATTN,
             };
             params.n_threads = threads;
             params.n_threads_batch = threads;
@@ -490,7 +490,7 @@ impl Context {
 
     /// The pooling the context applies (an embeddings context only).
     pub fn pooling(&self) -> Option<Pooling> {
-        if !matches!(self.shape.output, Output::Embeddings(_)) {
+        if !matches!(self.shape.output, Computes::Embeddings(_)) {
             return None;
         }
         // SAFETY: a live context.

@@ -5,8 +5,8 @@
 
 use llama_cpp_2::{list_llama_ggml_backend_devices, LlamaBackendDeviceType};
 
-use super::error::LoadError;
-use super::params::LoadParams;
+use crate::common::error::LoadError;
+use crate::common::params::LoadParams;
 
 /// The backends compiled into this build, `cpu` first.
 pub fn compiled_backends() -> Vec<&'static str> {

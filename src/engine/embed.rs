@@ -6,9 +6,9 @@ use std::ops::Range;
 
 use llama_cpp_2::token::LlamaToken;
 
-use super::context::{cells_for, BatchToken, Context, Output, Shape, MAX_SEQUENCES};
-use super::error::{InferenceError, InferenceResult};
-use super::params::Pooling;
+use super::context::{cells_for, BatchToken, Computes, Context, Shape, MAX_SEQUENCES};
+use crate::common::error::{InferenceError, InferenceResult};
+use crate::common::params::Pooling;
 
 /// Most texts one batch carries.
 pub const BATCH_SEQUENCES: u32 = 64;
@@ -30,7 +30,7 @@ pub fn shape_for(longest: usize, pooling: Option<Pooling>) -> Shape {
         n_seq: BATCH_SEQUENCES.min(MAX_SEQUENCES),
         n_batch: n_ctx,
         shared_cells: true,
-        output: Output::Embeddings(pooling),
+        output: Computes::Embeddings(pooling),
     }
 }
 

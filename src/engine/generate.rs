@@ -4,64 +4,20 @@
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
-use super::error::{InferenceError, InferenceResult};
 use super::output::Output;
-use super::params::GenerateParams;
 use super::sampler::Sampler;
 use super::session::Session;
-use super::think::{self, Thinking};
+use super::think::Thinking;
 use super::threads::Claim;
-use crate::chat::tools::{ToolCall, ToolPlan};
+use crate::chat::reasoning;
+use crate::chat::tools::ToolPlan;
+use crate::common::error::{InferenceError, InferenceResult};
+use crate::common::params::GenerateParams;
+use crate::common::{FinishReason, Generation};
 
 /// How many tokens pass between two recounts of the processes generating at
 /// the same time (a recount is a few dozen `flock` calls).
 const RECOUNT_EVERY: u32 = 4;
-
-/// Why generation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FinishReason {
-    /// The model emitted an end-of-generation token.
-    Eos,
-    /// `max_tokens` or the end of the context was reached.
-    Length,
-    /// A stop string occurred.
-    Stop,
-    /// The caller's interrupt or deadline (`GenerateParams::stop_check`) came.
-    Timeout,
-    /// The caller cancelled a stream.
-    Cancelled,
-    /// The reply ended after calling tools.
-    ToolCalls,
-}
-
-impl FinishReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FinishReason::Eos => "eos",
-            FinishReason::Length => "length",
-            FinishReason::Stop => "stop",
-            FinishReason::Timeout => "timeout",
-            FinishReason::Cancelled => "cancelled",
-            FinishReason::ToolCalls => "tool_calls",
-        }
-    }
-}
-
-/// What one call produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Generation {
-    pub text: String,
-    pub finish: FinishReason,
-    /// Tokens sampled, the end-of-generation token excluded.
-    pub tokens_generated: u32,
-    pub prompt_tokens: u32,
-    /// Prompt tokens whose cached keys and values were reused, not evaluated.
-    pub reused_tokens: u32,
-    /// The tool calls of the reply (complete ones only).
-    pub tool_calls: Vec<ToolCall>,
-    /// The text without its tool calls, when it had any.
-    pub without_calls: Option<String>,
-}
 
 /// One sequence's side of a generation, shared by the single-sequence loop
 /// ([`Generator`]) and the multi-sequence one (`batch`): the limits checked
@@ -223,8 +179,8 @@ impl Progress {
             Some((plan, _)) if plan.read_calls => {
                 // Calls are read in the answer, after the last thought.
                 let answer_at = text
-                    .rfind(think::CLOSE)
-                    .map_or(0, |at| at + think::CLOSE.len());
+                    .rfind(reasoning::CLOSE)
+                    .map_or(0, |at| at + reasoning::CLOSE.len());
                 let (rest, calls) = plan.format.parse(&text[answer_at..]);
                 let without = || format!("{}{rest}", &text[..answer_at]);
                 if calls.is_empty() {

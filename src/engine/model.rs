@@ -19,17 +19,18 @@ use super::batch;
 use super::context::{self, Context, Shape};
 use super::devices::{self, Device};
 use super::embed;
-use super::error::{InferenceError, InferenceResult, List, LoadError};
-use super::generate::{self, Generation};
-use super::params::{Constraint, GenerateParams, LoadParams, Pooling, StopCheck};
+use super::generate;
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
 use super::stream::Stream;
 use super::threads::Claim;
-use crate::chat::plain_text::{ControlTexts, Inputs, Masked, Segments};
+use crate::chat::plain_text::{render_segments, ControlTexts, Inputs, Segments};
 use crate::chat::reasoning::Parts;
 use crate::chat::tools::{ToolPlan, Tools};
 use crate::chat::{self, Message};
+use crate::common::error::{InferenceError, InferenceResult, List, LoadError};
+use crate::common::params::{Constraint, GenerateParams, LoadParams, Pooling, StopCheck};
+use crate::common::Generation;
 
 /// ggml's default polling level, kept for a pool of fixed size.
 const FIXED_POLL: u32 = 50;
@@ -274,28 +275,19 @@ impl Model {
         params: &GenerateParams,
     ) -> InferenceResult<Segments> {
         let tools = params.tools.as_ref().map(Tools::template_value);
-        let vars = &params.template_vars;
-        if params.special_tokens_in_messages.unwrap_or(false) {
-            return Ok(Segments::template(self.render(
-                messages,
-                vars,
-                tools.as_ref(),
-            )?));
-        }
         let control = self
             .control
             .get_or_init(|| ControlTexts::new(context::control_texts(self.model())));
-        // The conversation's checks see the strings as they are.
-        chat::check_messages(messages)?;
-        let masked = Masked::new(
+        render_segments(
             Inputs {
                 messages,
                 tools: tools.as_ref(),
-                vars,
+                vars: &params.template_vars,
             },
-            control,
-        );
-        Ok(masked.unmask(&self.render(&masked.messages, &masked.vars, masked.tools.as_ref())?))
+            params.special_tokens_in_messages.unwrap_or(false),
+            |messages, vars, tools| self.render(messages, vars, tools),
+            |strings| Ok(strings.iter().map(|s| control.found_in(s)).collect()),
+        )
     }
 
     /// The text [`Model::chat`] gives the model for `messages` with
@@ -336,16 +328,13 @@ impl Model {
     /// tokenizer asks for is added unless the template writes it itself.
     pub fn chat_tokens(&self, prompt: &Segments) -> Vec<LlamaToken> {
         let vocab = self.model().vocab();
-        let mut add_bos = !self.renderer().writes_bos();
-        let mut tokens = Vec::new();
-        for (text, plain) in prompt.parts() {
-            tokens.extend(vocab.tokenize(text.as_bytes(), add_bos, !plain));
-            add_bos = false;
+        let tokens = prompt.tokens(self.renderer().writes_bos(), |text, add_bos, special| {
+            Ok::<_, std::convert::Infallible>(vocab.tokenize(text.as_bytes(), add_bos, special))
+        });
+        match tokens {
+            Ok(tokens) => tokens,
+            Err(never) => match never {},
         }
-        if add_bos {
-            tokens = vocab.tokenize(b"", true, true);
-        }
-        tokens
     }
 
     /// A special token's text (empty for none).

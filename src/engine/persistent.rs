@@ -13,7 +13,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use super::params::LoadParams;
+use crate::common::params::LoadParams;
 
 /// What identifies a file's contents without reading them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -119,8 +119,15 @@ impl<V> Registry<V> {
 
     /// Forget `value` if the table holds it; true when it did.
     pub fn remove(&mut self, value: &Rc<V>) -> bool {
+        self.remove_at(Rc::as_ptr(value).cast())
+    }
+
+    /// Forget the value at `address` (the value behind an `Rc` whatever type
+    /// it is seen as); true when the table held it.
+    pub fn remove_at(&mut self, address: *const ()) -> bool {
         let before = self.entries.len();
-        self.entries.retain(|e| !Rc::ptr_eq(&e.value, value));
+        self.entries
+            .retain(|e| !std::ptr::eq(Rc::as_ptr(&e.value).cast::<()>(), address));
         self.entries.len() != before
     }
 

@@ -9,9 +9,9 @@ use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 
 use super::backend::{backend, clear_diagnostics, take_diagnostics};
-use super::error::InferenceError;
-use super::error::LoadError;
 use super::sampler::GrammarSampler;
+use crate::common::error::InferenceError;
+use crate::common::error::LoadError;
 use crate::grammar::CheckedGbnf;
 
 /// A model's vocabulary (weights not loaded), for driving grammar samplers.

@@ -20,11 +20,11 @@ use llama_cpp_2::token::LlamaToken;
 
 use super::context::{cells_for, BatchToken, Context, Shape};
 use super::embed::{self, BATCH_TOKENS};
-use super::error::{InferenceError, InferenceResult, List, LoadError};
 use super::model::Model;
-use super::params::{GenerateParams, LoadParams, Pooling, StopCheck};
 use super::session::common_prefix;
 use crate::chat::{Message, Role};
+use crate::common::error::{InferenceError, InferenceResult, List, LoadError};
+use crate::common::params::{GenerateParams, LoadParams, Pooling, StopCheck};
 
 /// The instruction of the yes/no judgement when the caller gives none
 /// (Qwen3-Reranker's default).

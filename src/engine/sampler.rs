@@ -20,9 +20,9 @@ use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
 use super::backend::{capture_stderr, clear_diagnostics, first_line, take_diagnostics};
-use super::error::{InferenceError, InferenceResult};
-use super::params::{Constraint, GenerateParams, REPEAT_LAST_N};
 use super::think::Phase;
+use crate::common::error::{InferenceError, InferenceResult};
+use crate::common::params::{Constraint, GenerateParams, REPEAT_LAST_N};
 use crate::grammar::CheckedGbnf;
 
 /// How many parsed grammars a model keeps for reuse.

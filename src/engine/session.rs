@@ -9,8 +9,8 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::context::{Context, Shape};
-use super::error::{InferenceError, InferenceResult};
-use super::params::StopCheck;
+use crate::common::error::{InferenceError, InferenceResult};
+use crate::common::params::StopCheck;
 
 /// Largest number of tokens evaluated in one llama.cpp batch.
 pub const MAX_BATCH: u32 = 512;

@@ -15,11 +15,10 @@ use std::collections::VecDeque;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
-use super::params::GenerateParams;
 use crate::chat::tools::Trigger;
+use crate::common::params::GenerateParams;
 
-pub const OPEN: &str = "<think>";
-pub const CLOSE: &str = "</think>";
+use crate::chat::reasoning::{CLOSE, OPEN};
 
 /// What the engine writes after `</think>` when it closes a block itself:
 /// the blank line reasoning templates put between the thought and the

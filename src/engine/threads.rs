@@ -29,7 +29,7 @@ pub const SLOTS: usize = 64;
 /// The slot files of this process, opened once (again after a `fork()`: a
 /// child must not share open file descriptions, and so locks, with its
 /// parent).
-struct Registry {
+struct SlotFiles {
     files: Vec<File>,
     /// Slots held by this process (a thread-safe PHP build may generate on
     /// several threads at once; `flock` cannot tell them apart).
@@ -38,7 +38,7 @@ struct Registry {
 
 /// This process's registry, once tried: the pid it was opened in, and the
 /// registry, or `None` where it cannot be had (not retried on every call).
-static REGISTRY: Mutex<Option<(u32, Option<Registry>)>> = Mutex::new(None);
+static REGISTRY: Mutex<Option<(u32, Option<SlotFiles>)>> = Mutex::new(None);
 
 fn registry_dir() -> PathBuf {
     // SAFETY: getuid has no preconditions and cannot fail.
@@ -52,7 +52,7 @@ fn registry_dir() -> PathBuf {
     base.join(format!("infer-{uid}"))
 }
 
-impl Registry {
+impl SlotFiles {
     fn open() -> Option<Self> {
         let dir = registry_dir();
         // Another process may create it at the same moment: only a directory
@@ -125,7 +125,7 @@ impl Registry {
 
 /// Run `f` on this process's registry, opening it first (or again, in a
 /// forked child); `None` when no registry can be had.
-fn with_registry<T>(f: impl FnOnce(&mut Registry) -> Option<T>) -> Option<T> {
+fn with_registry<T>(f: impl FnOnce(&mut SlotFiles) -> Option<T>) -> Option<T> {
     let mut guard = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
     let pid = std::process::id();
     if guard
@@ -136,7 +136,7 @@ fn with_registry<T>(f: impl FnOnce(&mut Registry) -> Option<T>) -> Option<T> {
         // on them) are shared with the parent. Closing this process's copies
         // leaves the parent's locks alone (only an explicit unlock would
         // drop them).
-        *guard = Some((pid, Registry::open()));
+        *guard = Some((pid, SlotFiles::open()));
     }
     f(guard.as_mut()?.1.as_mut()?)
 }

@@ -20,8 +20,7 @@ use super::embedding::Embedding;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
 use super::options::{
-    chat_only_options, connect_params, generate_params, load_request, local_only_options,
-    many_params,
+    chat_only_options, connect_params, generate_params, load_request, many_params, refused_options,
 };
 use super::paths::allowed_path;
 use super::persistent;
@@ -29,6 +28,7 @@ use super::prompt::Prompt;
 use super::response::Response;
 use super::stream::Stream;
 use super::timeout::stop_check;
+use crate::common::{Backend, InferenceError};
 use crate::engine;
 use crate::remote::Remote;
 
@@ -38,32 +38,22 @@ use crate::remote::Remote;
 #[php(flags = ClassFlags::Final.union(ClassFlags::NotSerializable))]
 #[derive(Debug)]
 pub struct Model {
-    inner: Option<Backend>,
+    /// What runs the model: loaded in this process (shared with the
+    /// process's table when persistent) or served over HTTP.
+    inner: Option<Rc<dyn Backend>>,
     persistent: bool,
 }
 
-/// What runs the model.
-#[derive(Debug)]
-enum Backend {
-    /// Loaded in this process; shared with the process's table when the
-    /// model is persistent.
-    Local(Rc<engine::Model>),
-    /// Served by llama-server, vLLM or SGLang (`Model::connect()`).
-    Remote(Box<Remote>),
-}
-
 impl Model {
-    fn backend(&self) -> Result<&Backend, CallError> {
+    fn backend(&self) -> Result<&Rc<dyn Backend>, CallError> {
         self.inner.as_ref().ok_or(CallError::Closed)
     }
 
-    /// The backend for a generation with `options`, which a connected
-    /// model checks for the options only a loaded one honours.
-    fn generating(&self, options: &OptionsArg<'_>) -> Result<&Backend, CallError> {
+    /// The backend for a generation with `options`, refused first when it
+    /// cannot honour one of them.
+    fn generating(&self, options: &OptionsArg<'_>) -> Result<&Rc<dyn Backend>, CallError> {
         let backend = self.backend()?;
-        if let Backend::Remote(_) = backend {
-            local_only_options(options)?;
-        }
+        refused_options(options, |key| backend.refuses_option(key))?;
         Ok(backend)
     }
 }
@@ -134,13 +124,13 @@ impl Model {
         // Bytes, not text: a path that is not UTF-8 gets its own error.
         let path: Vec<u8> = path.into();
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
-        let model = if request.persistent {
+        let model: Rc<dyn Backend> = if request.persistent {
             persistent::load(path, &request.params)?.0
         } else {
             Rc::new(engine::Model::load(path, &request.params)?)
         };
         Ok(Self {
-            inner: Some(Backend::Local(model)),
+            inner: Some(model),
             persistent: request.persistent,
         })
     }
@@ -165,7 +155,7 @@ impl Model {
         let params = connect_params(url, options)?;
         let remote = Remote::connect(params).map_err(engine::LoadError::from)?;
         Ok(Self {
-            inner: Some(Backend::Remote(Box::new(remote))),
+            inner: Some(Rc::new(remote)),
             persistent: false,
         })
     }
@@ -183,11 +173,7 @@ impl Model {
     ) -> PhpResult<Response> {
         let backend = self.generating(&options)?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
-        Ok(match backend {
-            Backend::Local(model) => model.chat(&prompt.messages, &params)?,
-            Backend::Remote(remote) => remote.chat(&prompt.messages, &params)?,
-        }
-        .into())
+        Ok(backend.chat(&prompt.messages, &params)?.into())
     }
 
     /// Complete `prompt` as plain text: no template, no reasoning split.
@@ -207,11 +193,7 @@ impl Model {
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         chat_only_options(&params)?;
-        Ok(match backend {
-            Backend::Local(model) => model.raw(&prompt, addBos, &params)?,
-            Backend::Remote(remote) => remote.raw(&prompt, addBos, &params)?,
-        }
-        .text)
+        Ok(backend.raw(&prompt, addBos, &params)?.text)
     }
 
     /// Stream the reply to `prompt`: the arguments of `chat()`, and a
@@ -228,14 +210,10 @@ impl Model {
     ) -> PhpResult<Stream> {
         let backend = self.generating(&options)?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
-        Ok(match backend {
-            Backend::Local(model) => {
-                Stream::new(model.stream_chat(&prompt.messages, params)?, true)
-            }
-            Backend::Remote(remote) => {
-                Stream::remote(remote.stream_chat(&prompt.messages, params)?, true)
-            }
-        })
+        Ok(Stream::new(
+            Rc::clone(backend).stream_chat(&prompt.messages, params)?,
+            true,
+        ))
     }
 
     /// Stream the plain-text completion of `prompt` (the arguments of
@@ -256,12 +234,10 @@ impl Model {
         let prompt = text(prompt, "prompt")?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         chat_only_options(&params)?;
-        Ok(match backend {
-            Backend::Local(model) => Stream::new(model.stream_raw(&prompt, addBos, params)?, false),
-            Backend::Remote(remote) => {
-                Stream::remote(remote.stream_raw(&prompt, addBos, params)?, false)
-            }
-        })
+        Ok(Stream::new(
+            Rc::clone(backend).stream_raw(&prompt, addBos, params)?,
+            false,
+        ))
     }
 
     /// Generate replies to many prompts together, as parallel sequences of
@@ -284,10 +260,7 @@ impl Model {
             |_, item| <&Prompt>::from_zval(item.dereference()).map(|p| Ok(p.messages.clone())),
         )?;
         let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
-        let generations = match backend {
-            Backend::Local(model) => model.chat_many(&transcripts, &params, parallel)?,
-            Backend::Remote(remote) => remote.chat_many(&transcripts, &params, parallel)?,
-        };
+        let generations = backend.chat_many(&transcripts, &params, parallel)?;
         Ok(generations.into_iter().map(Response::from).collect())
     }
 
@@ -316,10 +289,7 @@ impl Model {
         })?;
         let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
         chat_only_options(&params)?;
-        let generations = match backend {
-            Backend::Local(model) => model.raw_many(&texts, addBos, &params, parallel)?,
-            Backend::Remote(remote) => remote.raw_many(&texts, addBos, &params, parallel)?,
-        };
+        let generations = backend.raw_many(&texts, addBos, &params, parallel)?;
         Ok(generations.into_iter().map(|g| g.text).collect())
     }
 
@@ -327,10 +297,7 @@ impl Model {
     pub fn embed(&self, text: Binary<u8>) -> PhpResult<Embedding> {
         let backend = self.backend()?;
         let texts = [embed_text(text.into(), "text")?];
-        let vectors = match backend {
-            Backend::Local(model) => model.embed_many(&texts, stop_check()),
-            Backend::Remote(remote) => remote.embed_many(&texts),
-        };
+        let vectors = backend.embed_many(&texts, stop_check());
         let mut vectors = vectors.map_err(|e| e.outside_list())?;
         Ok(Embedding::from(vectors.pop().unwrap_or_default()))
     }
@@ -343,10 +310,7 @@ impl Model {
             convert::string_bytes(item)
                 .map(|bytes| embed_text(bytes.to_vec(), &format!("texts[{index}]")))
         })?;
-        let vectors = match backend {
-            Backend::Local(model) => model.embed_many(&texts, stop_check())?,
-            Backend::Remote(remote) => remote.embed_many(&texts)?,
-        };
+        let vectors = backend.embed_many(&texts, stop_check())?;
         Ok(vectors.into_iter().map(Embedding::from).collect())
     }
 
@@ -354,12 +318,14 @@ impl Model {
     /// is no longer kept by the process either; another object of this
     /// request that loaded the same model keeps working until it goes.
     pub fn close(&mut self) -> PhpResult<()> {
-        if let Some(Backend::Local(model)) = &self.inner {
-            if model.is_streaming() {
-                return Err(CallError::from(engine::InferenceError::StreamInProgress).into());
-            }
+        if self
+            .inner
+            .as_ref()
+            .is_some_and(|model| model.is_streaming())
+        {
+            return Err(CallError::from(InferenceError::StreamInProgress).into());
         }
-        if let Some(Backend::Local(model)) = self.inner.take() {
+        if let Some(model) = self.inner.take() {
             if self.persistent {
                 persistent::forget(&model);
             }
@@ -380,10 +346,7 @@ impl Model {
     pub fn count_tokens(&self, text: Binary<u8>, parseSpecial: bool) -> PhpResult<i64> {
         let backend = self.backend()?;
         let text = self::text(text, "text")?;
-        Ok(match backend {
-            Backend::Local(model) => model.count_tokens(&text, parseSpecial),
-            Backend::Remote(remote) => remote.count_tokens(&text, parseSpecial)?,
-        } as i64)
+        Ok(backend.count_tokens(&text, parseSpecial)? as i64)
     }
 
     /// What the model runs on and what it is: backend in use, compiled
@@ -391,16 +354,7 @@ impl Model {
     /// threads, file size, parameters, quantisation. For a connected model:
     /// the engine, its URL and the served model.
     pub fn info(&self) -> PhpResult<ZBox<ZendHashTable>> {
-        let info = match self.backend()? {
-            Backend::Local(model) => local_info(&model.info()),
-            Backend::Remote(remote) => serde_json::json!({
-                "backend": "remote",
-                "engine": remote.engine().name(),
-                "url": remote.url(),
-                "model": remote.model_name(),
-                "context_length": remote.context_length(),
-            }),
-        };
+        let info = self.backend()?.info();
         let zval = convert::json_to_zval(&info)
             .map_err(|e| super::exceptions::infer_exception(e.to_string()))?;
         zval.array()
@@ -410,29 +364,19 @@ impl Model {
 
     /// The context length the model was trained for.
     pub fn context_length(&self) -> PhpResult<i64> {
-        Ok(i64::from(match self.backend()? {
-            Backend::Local(model) => model.context_length(),
-            Backend::Remote(remote) => remote.context_length(),
-        }))
+        Ok(i64::from(self.backend()?.context_length()))
     }
 
     /// The chat template stored in the GGUF, or null.
     pub fn chat_template(&self) -> PhpResult<Option<String>> {
-        Ok(match self.backend()? {
-            Backend::Local(model) => model.chat_template(),
-            Backend::Remote(remote) => remote.chat_template(),
-        })
+        Ok(self.backend()?.chat_template())
     }
 
     /// How `chat()` renders prompts: `'jinja'` (the GGUF's template, as
     /// Hugging Face renders it) or `'chatml'` (llama.cpp's built-in format,
     /// for a GGUF without a template).
     pub fn chat_template_kind(&self) -> PhpResult<String> {
-        Ok(match self.backend()? {
-            Backend::Local(model) => model.chat_template_kind(),
-            Backend::Remote(remote) => remote.chat_template_kind(),
-        }
-        .to_owned())
+        Ok(self.backend()?.chat_template_kind().to_owned())
     }
 
     /// The text `chat()` gives the model for `prompt` with these options
@@ -445,40 +389,6 @@ impl Model {
         // `chat()` does, rather than rendering without it.
         let backend = self.generating(&options)?;
         let params = generate_params(1, 1, 0.0, 0, options)?;
-        Ok(match backend {
-            Backend::Local(model) => model.render_prompt(&prompt.messages, &params)?,
-            Backend::Remote(remote) => remote.render_prompt(&prompt.messages, &params)?,
-        })
+        Ok(backend.render_prompt(&prompt.messages, &params)?)
     }
-}
-
-/// `Model::info()` of a model in process, as the array PHP gets.
-fn local_info(info: &crate::engine::ModelInfo) -> serde_json::Value {
-    let devices: Vec<serde_json::Value> = info
-        .devices
-        .iter()
-        .map(|d| {
-            serde_json::json!({
-                "name": d.name,
-                "description": d.description,
-                "backend": d.backend,
-                "type": d.kind,
-                "memory_total": d.memory_total,
-                "memory_free": d.memory_free,
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "backend": info.backend,
-        "backends": info.backends,
-        "devices": devices,
-        "gpu_layers": info.gpu_layers,
-        "layers": info.layers,
-        "context_length": info.context_length,
-        "context_size": info.context_size,
-        "threads": info.threads,
-        "file_size": info.file_size,
-        "parameters": info.parameters,
-        "quantization": info.quantization,
-    })
 }

@@ -71,8 +71,8 @@ pub fn load(path: &Path, params: &LoadParams) -> Result<(Rc<engine::Model>, bool
 
 /// Forget `model` (`close()`): the process no longer keeps it, and its
 /// memory goes when the last object of this request using it goes.
-pub fn forget(model: &Rc<engine::Model>) {
-    MODELS.with_borrow_mut(|models| models.remove(model));
+pub fn forget(model: &Rc<dyn crate::common::Backend>) {
+    MODELS.with_borrow_mut(|models| models.remove_at(Rc::as_ptr(model).cast()));
 }
 
 /// Free every persistent model (MSHUTDOWN).

@@ -7,40 +7,7 @@ use ext_php_rs::zend::ce;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
 use super::response::Response;
-use crate::engine::{self, Generation, InferenceResult, Piece};
-use crate::remote::RemoteStream;
-
-/// Where the pieces come from.
-#[derive(Debug)]
-enum Source {
-    /// The engine in this process.
-    Local(Box<engine::Stream>),
-    /// A server's event stream (`Model::connect()`).
-    Remote(Box<RemoteStream>),
-}
-
-impl Source {
-    fn next_piece(&mut self) -> InferenceResult<Option<Piece>> {
-        match self {
-            Source::Local(s) => s.next_piece(),
-            Source::Remote(s) => s.next_piece(),
-        }
-    }
-
-    fn finish(&mut self) -> InferenceResult<&Generation> {
-        match self {
-            Source::Local(s) => s.finish(),
-            Source::Remote(s) => s.finish(),
-        }
-    }
-
-    fn cancel(&mut self) {
-        match self {
-            Source::Local(s) => s.cancel(),
-            Source::Remote(s) => s.cancel(),
-        }
-    }
-}
+use crate::common::{Generation, Piece, PieceStream};
 
 /// A generation in progress: iterating it generates the next piece.
 #[php_class]
@@ -49,7 +16,7 @@ impl Source {
 #[php(flags = ClassFlags::Final.union(ClassFlags::NotSerializable))]
 #[derive(Debug)]
 pub struct Stream {
-    inner: Source,
+    inner: Box<dyn PieceStream>,
     /// From `stream()`: the result is a chat response (reasoning split).
     chat: bool,
     /// The piece the iteration is at.
@@ -61,16 +28,7 @@ pub struct Stream {
 }
 
 impl Stream {
-    pub fn new(inner: engine::Stream, chat: bool) -> Self {
-        Self::of(Source::Local(Box::new(inner)), chat)
-    }
-
-    /// A stream of a connected model's reply.
-    pub fn remote(inner: RemoteStream, chat: bool) -> Self {
-        Self::of(Source::Remote(Box::new(inner)), chat)
-    }
-
-    fn of(inner: Source, chat: bool) -> Self {
+    pub fn new(inner: Box<dyn PieceStream>, chat: bool) -> Self {
         Self {
             inner,
             chat,

@@ -24,8 +24,8 @@ pub fn timed_out() -> bool {
 
 /// What stops a native call that has no deadline of its own (embeddings,
 /// reranking): PHP's time limit.
-pub fn stop_check() -> crate::engine::params::StopCheck {
-    crate::engine::params::StopCheck {
+pub fn stop_check() -> crate::common::params::StopCheck {
+    crate::common::params::StopCheck {
         interrupt: Some(timed_out),
         deadline: None,
     }

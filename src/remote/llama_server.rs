@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::engine::generate::FinishReason;
-use crate::engine::params::{Constraint, GenerateParams, REPEAT_LAST_N};
+use crate::common::params::{Constraint, GenerateParams, REPEAT_LAST_N};
+use crate::common::FinishReason;
 
 /// What `/props` says.
 #[derive(Debug)]

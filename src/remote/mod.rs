@@ -17,8 +17,8 @@
 //!   time limit or a cancelled stream stops it between two tokens, and a
 //!   reply cut off by the server is an error, never a short answer.
 
+mod api;
 mod dialect;
-pub mod error;
 pub mod http;
 mod llama_server;
 mod openai;
@@ -30,16 +30,16 @@ use std::time::Duration;
 
 use serde_json::{json, Value as Json};
 
-pub use error::RemoteError;
+pub use crate::common::RemoteError;
 pub use http::ApiKey;
 pub use stream::RemoteStream;
 
 use self::http::{Http, HttpConfig};
-use crate::chat::plain_text::{Inputs, Masked, Segments};
+use crate::chat::plain_text::{render_segments, Inputs, Segments};
 use crate::chat::reasoning::Parts;
 use crate::chat::{ChatError, Message, Renderer};
-use crate::engine::error::{InferenceError, InferenceResult, List};
-use crate::engine::params::GenerateParams;
+use crate::common::error::{InferenceError, InferenceResult, List};
+use crate::common::params::GenerateParams;
 
 /// The serving engines a model can be connected to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -485,29 +485,23 @@ impl Remote {
         params: &GenerateParams,
     ) -> InferenceResult<Segments> {
         let info = self.llama()?;
-        let render = |messages: &[Message], vars: &serde_json::Map<String, Json>| {
-            info.renderer
-                .render(messages, (&info.bos, &info.eos), vars, None)
-        };
-        if params.special_tokens_in_messages.unwrap_or(false) {
-            return Ok(Segments::template(render(messages, &params.template_vars)?));
-        }
-        // The template's own checks (no messages, NUL bytes) come first.
-        render(messages, &params.template_vars)?;
-        let inputs = Inputs {
-            messages,
-            tools: None,
-            vars: &params.template_vars,
-        };
-        // Every string the template is given, in the order masking asks.
-        let mut strings = Vec::new();
-        Masked::new_by(inputs, |s| {
-            strings.push(s.to_owned());
-            false
-        });
-        let mut flags = self.markup_flags(&strings)?.into_iter();
-        let masked = Masked::new_by(inputs, |_| flags.next().unwrap_or(true));
-        Ok(masked.unmask(&render(&masked.messages, &masked.vars)?))
+        render_segments(
+            Inputs {
+                messages,
+                tools: None,
+                vars: &params.template_vars,
+            },
+            params.special_tokens_in_messages.unwrap_or(false),
+            |messages, vars, tools| {
+                Ok::<_, InferenceError>(info.renderer.render(
+                    messages,
+                    (&info.bos, &info.eos),
+                    vars,
+                    tools,
+                )?)
+            },
+            |strings| self.markup_flags(strings),
+        )
     }
 
     /// Whether each of `strings` holds control-token markup. All of them
@@ -534,16 +528,9 @@ impl Remote {
     /// makes them.
     fn segment_tokens(&self, segments: &Segments) -> InferenceResult<Vec<i64>> {
         let info = self.llama()?;
-        let mut add_bos = !info.renderer.writes_bos();
-        let mut tokens = Vec::new();
-        for (text, plain) in segments.parts() {
-            tokens.extend(self.tokenize(text, add_bos, !plain)?);
-            add_bos = false;
-        }
-        if add_bos {
-            tokens = self.tokenize("", true, true)?;
-        }
-        Ok(tokens)
+        segments.tokens(info.renderer.writes_bos(), |text, add_bos, special| {
+            self.tokenize(text, add_bos, special)
+        })
     }
 
     /// Check the context, then start llama-server's completion of `tokens`.

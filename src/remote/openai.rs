@@ -11,13 +11,13 @@
 use serde_json::{json, Map, Value as Json};
 
 use super::dialect;
-use super::error::RemoteError;
 use super::llama_server::floats;
 use super::EngineKind;
 use crate::chat::Message;
-use crate::engine::error::InferenceResult;
-use crate::engine::generate::FinishReason;
-use crate::engine::params::{Constraint, GenerateParams};
+use crate::common::error::InferenceResult;
+use crate::common::params::{Constraint, GenerateParams};
+use crate::common::FinishReason;
+use crate::common::RemoteError;
 
 /// A model a server lists.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,14 +5,14 @@
 //! stream that stops early (cancelled, timed out) closes the connection, and
 //! the server stops generating.
 
-use super::error::RemoteError;
 use super::http::{Event, Events};
 use super::{llama_server, openai, EngineKind};
 use crate::chat::reasoning::Parts;
-use crate::engine::error::{InferenceError, InferenceResult};
-use crate::engine::generate::{FinishReason, Generation};
-use crate::engine::params::StopCheck;
-use crate::engine::stream::{cut, Piece};
+use crate::common::error::{InferenceError, InferenceResult};
+use crate::common::generation::{cut, Piece};
+use crate::common::generation::{FinishReason, Generation};
+use crate::common::params::StopCheck;
+use crate::common::RemoteError;
 
 /// The format of the events.
 #[derive(Debug, Clone, Copy)]

@@ -13,8 +13,8 @@ use serde_json::{json, Value as Json};
 
 use super::*;
 use crate::chat::Role;
-use crate::engine::generate::FinishReason;
-use crate::engine::params::Constraint;
+use crate::common::params::Constraint;
+use crate::common::FinishReason;
 use crate::grammar::CheckedGbnf;
 
 macro_rules! fixture {

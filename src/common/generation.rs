@@ -1,0 +1,99 @@
+//! What a generation produces, whichever backend ran it: the result of a
+//! call ([`Generation`], [`FinishReason`]) and the pieces of a stream
+//! ([`Piece`]).
+
+use crate::chat::reasoning::{Part, Parts};
+use crate::chat::tools::ToolCall;
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    /// The model emitted an end-of-generation token.
+    Eos,
+    /// `max_tokens` or the end of the context was reached.
+    Length,
+    /// A stop string occurred.
+    Stop,
+    /// The caller's interrupt or deadline (`GenerateParams::stop_check`) came.
+    Timeout,
+    /// The caller cancelled a stream.
+    Cancelled,
+    /// The reply ended after calling tools.
+    ToolCalls,
+}
+
+impl FinishReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Eos => "eos",
+            FinishReason::Length => "length",
+            FinishReason::Stop => "stop",
+            FinishReason::Timeout => "timeout",
+            FinishReason::Cancelled => "cancelled",
+            FinishReason::ToolCalls => "tool_calls",
+        }
+    }
+}
+
+/// What one call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    pub text: String,
+    pub finish: FinishReason,
+    /// Tokens sampled, the end-of-generation token excluded.
+    pub tokens_generated: u32,
+    pub prompt_tokens: u32,
+    /// Prompt tokens whose cached keys and values were reused, not evaluated.
+    pub reused_tokens: u32,
+    /// The tool calls of the reply (complete ones only).
+    pub tool_calls: Vec<ToolCall>,
+    /// The text without its tool calls, when it had any.
+    pub without_calls: Option<String>,
+}
+
+/// What a piece of a stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PieceKind {
+    /// Inside a `<think>` block of a chat reply, tags included.
+    Reasoning,
+    /// The rest of a chat reply.
+    Answer,
+    /// Plain-text completion: no parts.
+    Text,
+}
+
+impl PieceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PieceKind::Reasoning => "reasoning",
+            PieceKind::Answer => "answer",
+            PieceKind::Text => "text",
+        }
+    }
+}
+
+/// One piece of a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    pub kind: PieceKind,
+    pub text: String,
+}
+
+/// The next piece of `text[from..]` (see [`Parts::next`]); plain text is one
+/// piece of everything there is.
+pub fn cut(parts: &mut Option<Parts>, text: &str, from: usize, complete: bool) -> Option<Piece> {
+    if from >= text.len() {
+        return None;
+    }
+    let (kind, end) = match parts {
+        None => (PieceKind::Text, text.len()),
+        Some(parts) => match parts.next(text, from, complete)? {
+            (Part::Reasoning, end) => (PieceKind::Reasoning, end),
+            (Part::Answer, end) => (PieceKind::Answer, end),
+        },
+    };
+    (end > from).then(|| Piece {
+        kind,
+        text: text[from..end].to_owned(),
+    })
+}
