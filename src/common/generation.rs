@@ -79,9 +79,39 @@ pub struct Piece {
     pub text: String,
 }
 
+/// What a stream has handed out of its text, and how the rest is cut into
+/// pieces: the one release rule of every backend's stream.
+#[derive(Debug)]
+pub struct Release {
+    /// How a chat reply is cut into reasoning and answer; `None` for plain
+    /// text.
+    parts: Option<Parts>,
+    /// How many bytes of the text have been handed out as pieces.
+    released: usize,
+}
+
+impl Release {
+    pub fn new(parts: Option<Parts>) -> Self {
+        Self { parts, released: 0 }
+    }
+
+    /// How many bytes of the text have been handed out.
+    pub fn released(&self) -> usize {
+        self.released
+    }
+
+    /// The next piece of `text` past what was handed out, if one is final
+    /// (`complete`: the text will not grow).
+    pub fn next(&mut self, text: &str, complete: bool) -> Option<Piece> {
+        let piece = cut(&mut self.parts, text, self.released, complete)?;
+        self.released += piece.text.len();
+        Some(piece)
+    }
+}
+
 /// The next piece of `text[from..]` (see [`Parts::next`]); plain text is one
 /// piece of everything there is.
-pub fn cut(parts: &mut Option<Parts>, text: &str, from: usize, complete: bool) -> Option<Piece> {
+fn cut(parts: &mut Option<Parts>, text: &str, from: usize, complete: bool) -> Option<Piece> {
     if from >= text.len() {
         return None;
     }

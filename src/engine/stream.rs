@@ -28,7 +28,7 @@ use super::session::Session;
 use super::threads::Claim;
 use crate::chat::reasoning::Parts;
 use crate::common::error::{InferenceError, InferenceResult};
-use crate::common::generation::cut;
+use crate::common::generation::Release;
 use crate::common::params::GenerateParams;
 use crate::common::{FinishReason, Generation, Piece};
 
@@ -58,17 +58,14 @@ pub struct Stream {
     params: GenerateParams,
     lease: Option<Lease>,
     state: State,
-    /// How many bytes of the text have been handed out as pieces.
-    released: usize,
-    /// How a chat reply is cut into reasoning and answer; `None` for plain
-    /// text.
-    parts: Option<Parts>,
+    /// What has been handed out as pieces, and how the rest is cut.
+    release: Release,
 }
 
 impl std::fmt::Debug for Stream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stream")
-            .field("released", &self.released)
+            .field("released", &self.release.released())
             .field("finished", &self.is_finished())
             .finish()
     }
@@ -94,8 +91,7 @@ impl Stream {
                 claim: None,
             }),
             state: State::Ready { sampler, prompt },
-            released: 0,
-            parts,
+            release: Release::new(parts),
         }
     }
 
@@ -118,8 +114,7 @@ impl Stream {
                 State::Done(generation) => (generation.text.as_str(), true),
                 State::Failed(e) => return Err(e.clone()),
             };
-            if let Some(piece) = cut(&mut self.parts, text, self.released, complete) {
-                self.released += piece.text.len();
+            if let Some(piece) = self.release.next(text, complete) {
                 return Ok(Some(piece));
             }
             if complete {

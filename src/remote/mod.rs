@@ -485,21 +485,29 @@ impl Remote {
         params: &GenerateParams,
     ) -> InferenceResult<Segments> {
         let info = self.llama()?;
-        render_segments(
-            Inputs {
-                messages,
-                tools: None,
-                vars: &params.template_vars,
-            },
-            params.special_tokens_in_messages.unwrap_or(false),
-            |messages, vars, tools| {
+        let render =
+            |messages: &[Message], vars: &serde_json::Map<String, Json>, tools: Option<&Json>| {
                 Ok::<_, InferenceError>(info.renderer.render(
                     messages,
                     (&info.bos, &info.eos),
                     vars,
                     tools,
                 )?)
+            };
+        let trusted = params.special_tokens_in_messages.unwrap_or(false);
+        if !trusted {
+            // The template's own errors come before any request to the
+            // server's tokenizer.
+            render(messages, &params.template_vars, None)?;
+        }
+        render_segments(
+            Inputs {
+                messages,
+                tools: None,
+                vars: &params.template_vars,
             },
+            trusted,
+            render,
             |strings| self.markup_flags(strings),
         )
     }

@@ -9,8 +9,8 @@ use super::http::{Event, Events};
 use super::{llama_server, openai, EngineKind};
 use crate::chat::reasoning::Parts;
 use crate::common::error::{InferenceError, InferenceResult};
-use crate::common::generation::{cut, Piece};
 use crate::common::generation::{FinishReason, Generation};
+use crate::common::generation::{Piece, Release};
 use crate::common::params::StopCheck;
 use crate::common::RemoteError;
 
@@ -34,8 +34,7 @@ pub struct RemoteStream {
     url: String,
     stop_check: StopCheck,
     text: String,
-    released: usize,
-    parts: Option<Parts>,
+    release: Release,
     prompt_tokens: u32,
     /// Tokens generated so far, as the server counts them.
     generated: u32,
@@ -48,7 +47,7 @@ impl std::fmt::Debug for RemoteStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteStream")
             .field("url", &self.url)
-            .field("released", &self.released)
+            .field("released", &self.release.released())
             .field("finished", &self.is_finished())
             .finish()
     }
@@ -69,8 +68,7 @@ impl RemoteStream {
             url,
             stop_check,
             text: String::new(),
-            released: 0,
-            parts,
+            release: Release::new(parts),
             prompt_tokens,
             generated: 0,
             ending: None,
@@ -107,8 +105,7 @@ impl RemoteStream {
                 State::Done(_) => true,
                 State::Failed(e) => return Err(e.clone()),
             };
-            if let Some(piece) = cut(&mut self.parts, &self.text, self.released, complete) {
-                self.released += piece.text.len();
+            if let Some(piece) = self.release.next(&self.text, complete) {
                 return Ok(Some(piece));
             }
             if complete {
