@@ -58,6 +58,16 @@ const SCHEMAS: &[(&str, Schema)] = &[
         "schema-hang-recursive-key-merge.json",
         Schema::Refused("their description grows past 20000 parts"),
     ),
+    (
+        // The differential fuzzer's slowest refusal (70 s): recursive
+        // definitions whose patternProperties name themselves, beside
+        // propertyNames, maxProperties 0 and dependencies; every deferred
+        // merge described the pairs of key regions anew, each description
+        // under the per-language limit. Now stopped by the conversion's
+        // budget of key-language parts (a quarter of a second).
+        "schema-slow-recursive-key-parts.json",
+        Schema::Refused("need more than 2000000 parts in all"),
+    ),
 ];
 
 const GRAMMARS: &[(&str, Grammar)] = &[("grammar-seed-yes-no.gbnf", Grammar::Accepted(&["root"]))];

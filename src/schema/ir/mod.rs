@@ -166,16 +166,39 @@ pub struct KeyLang {
     pub dfa: std::sync::Arc<Dfa>,
 }
 
+thread_local! {
+    /// Parts the key languages of the current conversion may still have
+    /// (see [`lang::MAX_KEY_PARTS`]); [`KeyLang::begin_conversion`] fills it.
+    static KEY_PARTS_LEFT: std::cell::Cell<usize> = const { std::cell::Cell::new(lang::MAX_KEY_PARTS) };
+}
+
 impl KeyLang {
-    /// The language of `re`; an error when its automaton is too large.
+    /// The language of `re`; an error when its description or automaton is
+    /// too large, or when the conversion's key languages pass their budget.
     pub fn new(re: Re) -> Result<KeyLang, LangError> {
-        if !re.size_within(lang::MAX_RE_NODES) {
+        let size = re.size_up_to(lang::MAX_RE_NODES);
+        if size > lang::MAX_RE_NODES {
             return Err(LangError::TooLarge {
                 limit: lang::MAX_RE_NODES,
             });
         }
+        let spent = KEY_PARTS_LEFT.with(|left| {
+            let l = left.get();
+            left.set(l.saturating_sub(size));
+            l < size
+        });
+        if spent {
+            return Err(LangError::TooMuchKeyWork {
+                limit: lang::MAX_KEY_PARTS,
+            });
+        }
         let dfa = lang::automaton(&re)?;
         Ok(KeyLang { re, dfa })
+    }
+
+    /// A new conversion: its key languages get the whole budget.
+    pub fn begin_conversion() {
+        KEY_PARTS_LEFT.with(|left| left.set(lang::MAX_KEY_PARTS));
     }
 }
 

@@ -57,7 +57,19 @@ pub enum LangError {
     /// languages merged again and again through recursive definitions).
     #[error("cannot be enforced together with the other key constraints here: their description grows past {limit} parts")]
     TooLarge { limit: usize },
+    /// The key languages of one conversion have, in all, more than
+    /// [`MAX_KEY_PARTS`] parts (merged again and again through recursive
+    /// definitions, each under the per-language limit).
+    #[error("cannot be enforced together with the other key constraints here: the key languages of this schema's merges need more than {limit} parts in all")]
+    TooMuchKeyWork { limit: usize },
 }
+
+/// The most parts the key languages of one conversion may have in all: each
+/// merge of two objects' key languages describes the pairs of their regions
+/// anew, and recursive definitions merged with patterns do so again at every
+/// deferred merge (one such schema took 70 s before it met a per-language
+/// limit). No visible MaskBench schema's output changes with it.
+pub const MAX_KEY_PARTS: usize = 2_000_000;
 
 /// The most parts a description of a language may have before its automaton
 /// is built: merging the key languages of recursive definitions nests the
@@ -122,6 +134,11 @@ impl Re {
     /// Whether the description has at most `limit` parts (counted until
     /// the limit is passed).
     pub fn size_within(&self, limit: usize) -> bool {
+        self.size_up_to(limit) <= limit
+    }
+
+    /// The number of parts of the description, counted up to `limit + 1`.
+    pub fn size_up_to(&self, limit: usize) -> usize {
         fn count(re: &Re, left: &mut usize) -> bool {
             if *left == 0 {
                 return false;
@@ -133,8 +150,9 @@ impl Re {
                 Re::Not(x) | Re::Repeat(x, _, _) => count(x, left),
             }
         }
-        let mut left = limit;
-        count(self, &mut left)
+        let mut left = limit.saturating_add(1);
+        count(self, &mut left);
+        limit.saturating_add(1) - left
     }
 
     /// The empty string only.

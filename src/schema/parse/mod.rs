@@ -58,6 +58,7 @@ pub fn parse(schema: &Value) -> Result<Parsed, SchemaError> {
 
 /// Parse a schema document.
 pub fn parse_with(schema: &Value, options: &ConvertOptions) -> Result<Parsed, SchemaError> {
+    ir::KeyLang::begin_conversion();
     let mut ctx = Ctx {
         root: schema,
         defs: Defs::default(),
