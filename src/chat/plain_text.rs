@@ -96,6 +96,7 @@ pub struct Masked {
 
 impl Masked {
     /// Mask the strings of `inputs` that hold a control token's text.
+    #[cfg(test)]
     pub fn new(inputs: Inputs<'_>, control: &ControlTexts) -> Self {
         Self::new_by(inputs, |text| control.found_in(text))
     }

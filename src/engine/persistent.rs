@@ -118,6 +118,7 @@ impl<V> Registry<V> {
     }
 
     /// Forget `value` if the table holds it; true when it did.
+    #[cfg(test)]
     pub fn remove(&mut self, value: &Rc<V>) -> bool {
         self.remove_at(Rc::as_ptr(value).cast())
     }

@@ -11,24 +11,34 @@ use crate::common::{
     Backend, GenerateParams, Generation, InferenceResult, Piece, PieceStream, StopCheck,
 };
 
+/// The refusal of an option only the engine in this process honours.
+macro_rules! local_only {
+    ($why:literal) => {
+        concat!(
+            "applies to models loaded in this process only, not to a connected model: ",
+            $why
+        )
+    };
+}
+
 /// Why a connected model refuses the options only the engine in this
 /// process honours.
 const LOCAL_ONLY: &[(&str, &str)] = &[
     (
         "cache_prompt",
-        "applies to models loaded in this process only, not to a connected model: the server keeps its own prompt cache (llama-server reuses the common prefix of each slot)",
+        local_only!("the server keeps its own prompt cache (llama-server reuses the common prefix of each slot)"),
     ),
     (
         "max_reasoning_tokens",
-        "applies to models loaded in this process only, not to a connected model: the server applies the grammar from the first token and cannot bound a thought",
+        local_only!("the server applies the grammar from the first token and cannot bound a thought"),
     ),
     (
         "tools",
-        "applies to models loaded in this process only, not to a connected model: tool calls are parsed from the model's own call format by the in-process engine",
+        local_only!("tool calls are parsed from the model's own call format by the in-process engine"),
     ),
     (
         "tool_choice",
-        "applies to models loaded in this process only, not to a connected model: tool calls are parsed from the model's own call format by the in-process engine",
+        local_only!("tool calls are parsed from the model's own call format by the in-process engine"),
     ),
 ];
 
