@@ -96,7 +96,6 @@ pub struct Masked {
 
 impl Masked {
     /// Mask the strings of `inputs` that hold a control token's text.
-    #[cfg(test)]
     pub fn new(inputs: Inputs<'_>, control: &ControlTexts) -> Self {
         Self::new_by(inputs, |text| control.found_in(text))
     }
@@ -314,19 +313,30 @@ impl Segments {
     }
 }
 
+/// Whether each of the strings given holds control-token markup, in order.
+pub type AskMarkup<'f, E> = Box<dyn FnOnce(&[String]) -> Result<Vec<bool>, E> + 'f>;
+
+/// How a front end learns which strings hold control-token markup.
+pub enum Markup<'f, E> {
+    /// The tokenizer's control texts are known here: each string is looked
+    /// at once, in one masking pass.
+    Found(&'f ControlTexts),
+    /// A tokenizer in another process answers for all the strings at once,
+    /// in the order masking meets them (as few requests as can be).
+    Asked(AskMarkup<'f, E>),
+}
+
 /// A conversation rendered for tokenizing: the one front end of the engine
 /// and of a connected llama-server. Unless `trusted` (the option
 /// `special_tokens_in_messages`), every string from outside the template
-/// that holds control-token markup goes through `render` as a placeholder
-/// and comes back as a plain piece, so that only the template's own markup
-/// can become control tokens. `holds_markup` answers for all the strings
-/// at once, in the order masking meets them (a tokenizer in another process
-/// is asked in as few requests as it can be).
+/// that holds control-token markup (as `markup` tells) goes through
+/// `render` as a placeholder and comes back as a plain piece, so that only
+/// the template's own markup can become control tokens.
 pub fn render_segments<E: From<ChatError>>(
     inputs: Inputs<'_>,
     trusted: bool,
     render: impl Fn(&[Message], &Map<String, Json>, Option<&Json>) -> Result<String, E>,
-    holds_markup: impl FnOnce(&[String]) -> Result<Vec<bool>, E>,
+    markup: Markup<'_, E>,
 ) -> Result<Segments, E> {
     if trusted {
         return Ok(Segments::template(render(
@@ -337,13 +347,18 @@ pub fn render_segments<E: From<ChatError>>(
     }
     // The conversation's own checks (no messages, NUL bytes) come first.
     check_messages(inputs.messages)?;
-    let mut strings = Vec::new();
-    Masked::new_by(inputs, |s| {
-        strings.push(s.to_owned());
-        false
-    });
-    let mut flags = holds_markup(&strings)?.into_iter();
-    let masked = Masked::new_by(inputs, |_| flags.next().unwrap_or(true));
+    let masked = match markup {
+        Markup::Found(control) => Masked::new(inputs, control),
+        Markup::Asked(holds_markup) => {
+            let mut strings = Vec::new();
+            Masked::new_by(inputs, |s| {
+                strings.push(s.to_owned());
+                false
+            });
+            let mut flags = holds_markup(&strings)?.into_iter();
+            Masked::new_by(inputs, |_| flags.next().unwrap_or(true))
+        }
+    };
     Ok(masked.unmask(&render(
         &masked.messages,
         &masked.vars,

@@ -24,7 +24,7 @@ use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
 use super::stream::Stream;
 use super::threads::Claim;
-use crate::chat::plain_text::{render_segments, ControlTexts, Inputs, Segments};
+use crate::chat::plain_text::{render_segments, ControlTexts, Inputs, Markup, Segments};
 use crate::chat::reasoning::Parts;
 use crate::chat::tools::{ToolPlan, Tools};
 use crate::chat::{self, Message};
@@ -286,7 +286,7 @@ impl Model {
             },
             params.special_tokens_in_messages.unwrap_or(false),
             |messages, vars, tools| self.render(messages, vars, tools),
-            |strings| Ok(strings.iter().map(|s| control.found_in(s)).collect()),
+            Markup::Found(control),
         )
     }
 

@@ -35,7 +35,7 @@ pub use http::ApiKey;
 pub use stream::RemoteStream;
 
 use self::http::{Http, HttpConfig};
-use crate::chat::plain_text::{render_segments, Inputs, Segments};
+use crate::chat::plain_text::{render_segments, Inputs, Markup, Segments};
 use crate::chat::reasoning::Parts;
 use crate::chat::{ChatError, Message, Renderer};
 use crate::common::error::{InferenceError, InferenceResult, List};
@@ -508,7 +508,7 @@ impl Remote {
             },
             trusted,
             render,
-            |strings| self.markup_flags(strings),
+            Markup::Asked(Box::new(|strings| self.markup_flags(strings))),
         )
     }
 
