@@ -145,23 +145,21 @@ pub enum EmitError {
 }
 
 impl Emitter<'_> {
-    fn define(&mut self, name: String, expr: Expr) {
+    fn define(&mut self, name: String, mut expr: Expr) {
         if self.rules.contains_key(&name) {
             return;
         }
         let escapes = strings::escapes();
-        let expr = if name == ESCAPE_RULE {
-            expr
-        } else {
-            factor(expr, escapes)
-        };
-        if !self.rules.contains_key(ESCAPE_RULE) && expr_mentions(&expr, ESCAPE_RULE) {
+        if name != ESCAPE_RULE
+            && factor(&mut expr, escapes)
+            && !self.rules.contains_key(ESCAPE_RULE)
+        {
             self.order.push(ESCAPE_RULE.to_owned());
             self.rules
                 .insert(ESCAPE_RULE.to_owned(), Expr::alt(escapes.to_vec()));
         }
         let mut hoisted = Vec::new();
-        let expr = self.hoist(expr, &name, &mut hoisted);
+        self.hoist(&mut expr, &name, &mut hoisted);
         self.order.push(name.clone());
         self.rules.insert(name, expr);
         for (sub_name, sub_expr) in hoisted {
@@ -170,48 +168,35 @@ impl Emitter<'_> {
         }
     }
 
-    /// `expr` with the body of every repetition that is not a single symbol
-    /// moved into a rule of its own. llama.cpp expands `x{m,n}` into rules and
-    /// refuses a grammar when the rules inside `x` times the count exceed
+    /// Move the body of every repetition in `expr` that is not a single
+    /// symbol into a rule of its own. llama.cpp expands `x{m,n}` into rules
+    /// and refuses a grammar when the rules inside `x` times the count exceed
     /// 2000; a rule reference counts as one.
-    fn hoist(&mut self, expr: Expr, owner: &str, out: &mut Vec<(String, Expr)>) -> Expr {
+    fn hoist(&mut self, expr: &mut Expr, owner: &str, out: &mut Vec<(String, Expr)>) {
         match expr {
             Expr::Repeat {
-                expr: body,
-                min,
-                max,
+                expr: body, max, ..
             } => {
-                let body = self.hoist(*body, owner, out);
-                let atom = matches!(body, Expr::Lit(_) | Expr::Class { .. } | Expr::Rule(_));
-                let body = if atom || max == Some(1) {
-                    body
-                } else if let Some(name) = self.hoisted.get(&body) {
-                    Expr::rule(name.clone())
-                } else {
-                    let name = self.fresh(&format!("{owner}-rep"));
-                    self.hoisted.insert(body.clone(), name.clone());
-                    out.push((name.clone(), body));
-                    Expr::rule(name)
-                };
-                Expr::Repeat {
-                    expr: Box::new(body),
-                    min,
-                    max,
+                self.hoist(body, owner, out);
+                let atom = matches!(**body, Expr::Lit(_) | Expr::Class { .. } | Expr::Rule(_));
+                if atom || *max == Some(1) {
+                    return;
+                }
+                if let Some(name) = self.hoisted.get(&**body) {
+                    **body = Expr::rule(name.clone());
+                    return;
+                }
+                let name = self.fresh(&format!("{owner}-rep"));
+                let moved = std::mem::replace(&mut **body, Expr::rule(name.clone()));
+                self.hoisted.insert(moved.clone(), name.clone());
+                out.push((name, moved));
+            }
+            Expr::Seq(items) | Expr::Alt(items) => {
+                for x in items.iter_mut() {
+                    self.hoist(x, owner, out);
                 }
             }
-            Expr::Seq(items) => Expr::Seq(
-                items
-                    .into_iter()
-                    .map(|x| self.hoist(x, owner, out))
-                    .collect(),
-            ),
-            Expr::Alt(items) => Expr::Alt(
-                items
-                    .into_iter()
-                    .map(|x| self.hoist(x, owner, out))
-                    .collect(),
-            ),
-            other => other,
+            Expr::Lit(_) | Expr::Class { .. } | Expr::Rule(_) => {}
         }
     }
 

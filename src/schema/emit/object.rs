@@ -208,7 +208,7 @@ impl ObjectMachine {
             }
             return Some(Expr::seq(parts));
         }
-        self.states(e).map(Expr::rule)
+        self.states(e)
     }
 
     /// The count after writing a member with `c` written before.
@@ -222,9 +222,13 @@ impl ObjectMachine {
 
     /// The rules of the states `(i, c)` reachable from `(0, 0)`, built from
     /// the last member back (iteratively: an object may have tens of
-    /// thousands of properties); the rule of `(0, 0)`, or `None` when no
-    /// valid completion exists.
-    fn states(&self, e: &mut Emitter<'_>) -> Option<String> {
+    /// thousands of properties); the grammar of `(0, 0)`, or `None` when no
+    /// valid completion exists. The states with no member written yet,
+    /// `(i, 0)`, are each reached from one state only (the one before, by
+    /// skipping its member), so they are written inline as alternatives of
+    /// `(0, 0)` rather than as a chain of rules: an object of optional
+    /// properties needs half the rules.
+    fn states(&self, e: &mut Emitter<'_>) -> Option<Expr> {
         let n = self.members.len();
         // Counts reachable before each member, in increasing order.
         let mut reach: Vec<Vec<u64>> = Vec::with_capacity(n + 1);
@@ -243,49 +247,69 @@ impl ObjectMachine {
             next.dedup();
             reach.push(next);
         }
-        // The rule of each reachable count after member i, for i = n down to 0.
+        // The rule of each reachable count above 0 after member i, and the
+        // alternatives of count 0 (last first), for i = n down to 0.
         let mut after: Map<u64, Option<String>> = Map::default();
+        let mut zero: Option<Vec<Expr>> = None;
         for i in (0..=n).rev() {
             let mut here: Map<u64, Option<String>> =
                 Map::with_capacity_and_hasher(reach[i].len(), Default::default());
+            let mut here_zero = None;
             for &c in &reach[i] {
-                let expr = if i == n {
-                    self.tail_or_note(e, c)
-                } else {
-                    let m = &self.members[i];
-                    let sep = if c == 0 { "" } else { self.sep.as_str() };
-                    let take = if self.max.is_none_or(|mx| c < mx) {
-                        after
-                            .get(&self.next_count(c))
-                            .cloned()
-                            .flatten()
-                            .map(|rest| {
-                                Expr::seq([Expr::lit(sep), m.text.clone(), Expr::rule(rest)])
-                            })
+                if i == n {
+                    let tail = self.tail_or_note(e, c);
+                    if c == 0 {
+                        here_zero = tail.map(|t| vec![t]);
                     } else {
-                        None
-                    };
-                    let skip = if m.required {
-                        None
-                    } else {
-                        after.get(&c).cloned().flatten().map(Expr::rule)
-                    };
-                    match (take, skip) {
-                        (Some(t), Some(s)) => Some(Expr::alt([t, s])),
-                        (Some(x), None) | (None, Some(x)) => Some(x),
-                        (None, None) => None,
+                        here.insert(c, tail.map(|x| self.state_rule(e, i, c, x)));
                     }
+                    continue;
+                }
+                let m = &self.members[i];
+                let sep = if c == 0 { "" } else { self.sep.as_str() };
+                let take = if self.max.is_none_or(|mx| c < mx) {
+                    after
+                        .get(&self.next_count(c))
+                        .cloned()
+                        .flatten()
+                        .map(|rest| Expr::seq([Expr::lit(sep), m.text.clone(), Expr::rule(rest)]))
+                } else {
+                    None
                 };
-                let name = expr.map(|x| {
-                    let name = e.fresh(&format!("{}-{}-{}", self.name, i, c));
-                    e.define(name.clone(), x);
-                    name
-                });
-                here.insert(c, name);
+                if c == 0 {
+                    let mut alts = if m.required { None } else { zero.take() };
+                    if let Some(t) = take {
+                        alts.get_or_insert_with(Vec::new).push(t);
+                    }
+                    here_zero = alts;
+                    continue;
+                }
+                let skip = if m.required {
+                    None
+                } else {
+                    after.get(&c).cloned().flatten().map(Expr::rule)
+                };
+                let expr = match (take, skip) {
+                    (Some(t), Some(s)) => Some(Expr::alt([t, s])),
+                    (Some(x), None) | (None, Some(x)) => Some(x),
+                    (None, None) => None,
+                };
+                here.insert(c, expr.map(|x| self.state_rule(e, i, c, x)));
             }
             after = here;
+            zero = here_zero;
         }
-        after.get(&0).cloned().flatten()
+        zero.map(|mut alts| {
+            alts.reverse();
+            Expr::alt(alts)
+        })
+    }
+
+    /// Define the rule of state `(i, c)`.
+    fn state_rule(&self, e: &mut Emitter<'_>, i: usize, c: u64, body: Expr) -> String {
+        let name = e.fresh(&format!("{}-{}-{}", self.name, i, c));
+        e.define(name.clone(), body);
+        name
     }
 
     /// [`Self::tail`], noting why in `e` when keys that cannot be told

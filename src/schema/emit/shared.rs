@@ -14,10 +14,15 @@ pub(super) const ESCAPE_RULE: &str = "char-escape";
 /// `expr` with every alternation that lists all JSON string escapes rewritten
 /// to use [`ESCAPE_RULE`] instead, which keeps grammars with many character
 /// sets (patterns, excluded keys) small.
-pub(super) fn factor(expr: Expr, escapes: &[Expr]) -> Expr {
+///
+/// Rewrites in place; returns whether `expr` then refers to [`ESCAPE_RULE`].
+pub(super) fn factor(expr: &mut Expr, escapes: &[Expr]) -> bool {
     match expr {
         Expr::Alt(items) => {
-            let items: Vec<Expr> = items.into_iter().map(|x| factor(x, escapes)).collect();
+            let mut mentions = false;
+            for item in items.iter_mut() {
+                mentions |= factor(item, escapes);
+            }
             // The escapes are literals: look at the literal alternatives only.
             let escape_set = escape_literals(escapes);
             let is_escape = |x: &Expr| literal(x).is_some_and(|l| escape_set.contains(l));
@@ -30,20 +35,22 @@ pub(super) fn factor(expr: Expr, escapes: &[Expr]) -> Expr {
                 present.len() == escape_set.len()
             };
             if all_present {
-                let mut kept: Vec<Expr> = items.into_iter().filter(|x| !is_escape(x)).collect();
+                let mut kept: Vec<Expr> = std::mem::take(items)
+                    .into_iter()
+                    .filter(|x| !is_escape(x))
+                    .collect();
                 kept.push(Expr::rule(ESCAPE_RULE));
-                Expr::alt(kept)
-            } else {
-                Expr::Alt(items)
+                *expr = Expr::alt(kept);
+                return true;
             }
+            mentions
         }
-        Expr::Seq(items) => Expr::Seq(items.into_iter().map(|x| factor(x, escapes)).collect()),
-        Expr::Repeat { expr, min, max } => Expr::Repeat {
-            expr: Box::new(factor(*expr, escapes)),
-            min,
-            max,
-        },
-        other => other,
+        Expr::Seq(items) => items
+            .iter_mut()
+            .fold(false, |mentions, x| factor(x, escapes) | mentions),
+        Expr::Repeat { expr, .. } => factor(expr, escapes),
+        Expr::Rule(name) => name == ESCAPE_RULE,
+        Expr::Lit(_) | Expr::Class { .. } => false,
     }
 }
 
