@@ -509,10 +509,20 @@ final class Response
     public function promptTokens(): int {}
 
     /**
-     * Prompt tokens taken from the model's cache instead of evaluated: the prefix this prompt shares with
-     * the model's previous call (0 with 'cache_prompt' => false, or on a fresh model).
+     * Prompt tokens taken from a cache instead of evaluated: the prefix this prompt shares with the model's
+     * previous call or with a prefix this process keeps (php.ini infer.prompt_cache_mb; 0 with
+     * 'cache_prompt' => false, or on a fresh model).
      */
     public function cachedTokens(): int {}
+
+    /**
+     * Where the time went. For a connected model the times are measured by this process (up to the first
+     * text, and the rest) and 'cache' is 'memory' when the server reused prompt tokens.
+     *
+     * @return array{prompt_ms: float, generation_ms: float, prompt_tokens_per_second: float,
+     *     tokens_per_second: float, cached_tokens: int, cache: 'none'|'memory'|'shared'}
+     */
+    public function timings(): array {}
 
     /**
      * The answer decoded as JSON, objects as PHP arrays (like json_decode($answer, true)).

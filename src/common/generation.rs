@@ -49,6 +49,40 @@ pub struct Generation {
     pub tool_calls: Vec<ToolCall>,
     /// The text without its tool calls, when it had any.
     pub without_calls: Option<String>,
+    /// Where the time went, and where the reused prompt tokens came from.
+    pub timings: Timings,
+}
+
+/// Where the reused prompt tokens of a generation came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CacheSource {
+    /// Every prompt token was evaluated.
+    #[default]
+    None,
+    /// From this process: the context's own cells or a saved prefix.
+    Memory,
+    /// From the store shared by the processes of the machine.
+    Shared,
+}
+
+impl CacheSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheSource::None => "none",
+            CacheSource::Memory => "memory",
+            CacheSource::Shared => "shared",
+        }
+    }
+}
+
+/// How long the two halves of a generation took.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Timings {
+    /// Reading the prompt: restoring cached prefixes and evaluating the rest.
+    pub prompt_ms: f64,
+    /// Sampling and evaluating the generated tokens.
+    pub generation_ms: f64,
+    pub cache: CacheSource,
 }
 
 /// What a piece of a stream is.

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use crate::chat::Message;
 
 pub use error::{InferenceError, InferenceResult, LoadError};
-pub use generation::{FinishReason, Generation, Piece, PieceKind};
+pub use generation::{CacheSource, FinishReason, Generation, Piece, PieceKind, Timings};
 pub use params::{GenerateParams, LoadParams, Pooling, StopCheck};
 pub use remote_error::RemoteError;
 

@@ -14,12 +14,13 @@ use llama_cpp_2::token::LlamaToken;
 
 use super::context::{cells_for, BatchToken, Context, Shape, MAX_SEQUENCES};
 use super::generate::{recount_due, Progress};
+use super::prefix_cache;
 use super::sampler::{GrammarSampler, Sampler};
 use super::session::MAX_BATCH;
 use super::threads::Claim;
 use crate::common::error::{InferenceError, InferenceResult};
 use crate::common::params::GenerateParams;
-use crate::common::{FinishReason, Generation};
+use crate::common::{CacheSource, FinishReason, Generation};
 
 /// Sequences decoded together when the caller does not say: enough to keep
 /// the cores busy on a CPU, few enough that the KV cache of prompts of a few
@@ -55,6 +56,10 @@ struct Slot<'a> {
     pending: Option<LlamaToken>,
     /// Where its logits are in the batch just decoded, if it asked for any.
     row: Option<usize>,
+    /// Prompt tokens restored from the prefix cache, not evaluated.
+    reused: usize,
+    /// Whether the batch just decoded held the last token of its prompt.
+    read_now: bool,
 }
 
 impl Slot<'_> {
@@ -98,6 +103,7 @@ impl Slot<'_> {
             );
         }
         let fed = batch.len() - start;
+        self.read_now = self.len < self.prompt.len() && self.len + fed == self.prompt.len();
         self.len += fed;
         // Only this slot's own last token counts: a slot that fed nothing
         // (no budget left) must not take the logits of the one before it.
@@ -116,6 +122,7 @@ impl Slot<'_> {
 /// each sequence before using it anyway.
 pub fn run(
     ctx: &mut Context,
+    cache_owner: Option<u64>,
     model: &LlamaModel,
     prompts: &[Vec<LlamaToken>],
     params: &GenerateParams,
@@ -138,14 +145,19 @@ pub fn run(
                         break;
                     };
                     ctx.forget_sequence(seq as u32);
+                    let progress = Progress::new(model, prompt, params);
+                    let reused = cache_owner
+                        .map_or(0, |owner| restore_prefix(ctx, seq as u32, owner, prompt));
                     *place = Some(Slot {
                         index,
                         prompt,
                         sampler: Sampler::new(model, params, grammar.cloned()),
-                        progress: Progress::new(model, prompt, params),
-                        len: 0,
+                        progress,
+                        len: reused,
                         pending: None,
                         row: None,
+                        reused,
+                        read_now: false,
                     });
                 }
                 let Some(finish) = place.as_ref().and_then(|s| s.before_token(n_ctx, params))
@@ -153,7 +165,8 @@ pub fn run(
                     break;
                 };
                 if let Some(slot) = place.take() {
-                    results[slot.index] = Some(slot.progress.finish(finish, slot.prompt.len(), 0));
+                    results[slot.index] =
+                        Some(slot.progress.finish(finish, slot.prompt.len(), slot.reused));
                 }
             }
         }
@@ -192,7 +205,7 @@ pub fn run(
                         results[slot.index] = Some(slot.progress.finish(
                             FinishReason::Timeout,
                             slot.prompt.len(),
-                            0,
+                            slot.reused,
                         ));
                     }
                 }
@@ -208,8 +221,18 @@ pub fn run(
             other => other?,
         }
 
-        for place in &mut slots {
+        for (seq, place) in slots.iter_mut().enumerate() {
             let Some(slot) = place else { continue };
+            if std::mem::take(&mut slot.read_now) {
+                slot.progress.prompt_read(if slot.reused > 0 {
+                    CacheSource::Memory
+                } else {
+                    CacheSource::None
+                });
+                if let Some(owner) = cache_owner {
+                    save_prefix(ctx, seq as u32, owner, slot.prompt);
+                }
+            }
             let Some(row) = slot.row.take() else { continue };
             let in_prompt = |e: InferenceError| e.in_prompt(slot.index);
             let token = slot
@@ -225,7 +248,7 @@ pub fn run(
                 (_, Some(finish)) => {
                     if let Some(slot) = place.take() {
                         results[slot.index] =
-                            Some(slot.progress.finish(finish, slot.prompt.len(), 0));
+                            Some(slot.progress.finish(finish, slot.prompt.len(), slot.reused));
                     }
                 }
             }
@@ -240,6 +263,43 @@ pub fn run(
             })
         })
         .collect()
+}
+
+/// Start sequence `seq` (empty) from the cached prefix of `prompt` that
+/// `owner` saved, when there is one worth restoring; returns the prompt
+/// tokens it holds then (at most all but the last).
+fn restore_prefix(ctx: &mut Context, seq: u32, owner: u64, prompt: &[LlamaToken]) -> usize {
+    let room = ctx.n_ctx() as usize;
+    let owner = prefix_cache::Key {
+        model: owner,
+        streams: ctx.streams(),
+    };
+    let Some(hit) = prefix_cache::best(owner, prompt, room, 0) else {
+        return 0;
+    };
+    let keep = hit.common.min(prompt.len().saturating_sub(1));
+    if !ctx.restore_sequence(seq, &hit.state) {
+        return 0;
+    }
+    if keep < hit.tokens.len() && !ctx.forget_sequence_from(seq, keep) {
+        ctx.forget_sequence(seq);
+        return 0;
+    }
+    keep
+}
+
+/// Save the state of sequence `seq`, which holds `prompt` just read, when
+/// the prefix cache wants it.
+fn save_prefix(ctx: &Context, seq: u32, owner: u64, prompt: &[LlamaToken]) {
+    let owner = prefix_cache::Key {
+        model: owner,
+        streams: ctx.streams(),
+    };
+    if prefix_cache::wants(owner, prompt) {
+        if let Some(state) = ctx.save_sequence(seq) {
+            prefix_cache::insert(owner, prompt, state);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -89,6 +89,39 @@ pub(super) fn control_texts(model: &LlamaModel) -> Vec<String> {
     }
 }
 
+/// One sequence's keys and values as llama.cpp serialises them. Only
+/// [`Context::save_sequence`] makes one, so [`Context::restore_sequence`]
+/// never hands llama.cpp bytes it did not write itself.
+pub struct SavedState {
+    bytes: Box<[u8]>,
+}
+
+impl SavedState {
+    /// Bytes held.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// `len` bytes that no context wrote, for tests of the bookkeeping
+    /// around states (never restored).
+    #[cfg(test)]
+    pub fn filler(len: usize) -> Self {
+        Self {
+            bytes: vec![0; len].into_boxed_slice(),
+        }
+    }
+}
+
+impl std::fmt::Debug for SavedState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SavedState({} bytes)", self.bytes.len())
+    }
+}
+
 /// A llama.cpp context, its thread pool and its batch buffer. It holds a
 /// strong reference to the model it evaluates, so the model outlives it
 /// whoever else drops their reference first.
@@ -534,6 +567,15 @@ impl Context {
         }
     }
 
+    /// The KV streams of the context: one per sequence, or one shared.
+    pub fn streams(&self) -> u32 {
+        if self.shape.shared_cells {
+            1
+        } else {
+            self.n_seq
+        }
+    }
+
     /// Empty the cells of sequence `seq`, for a new prompt.
     pub fn forget_sequence(&mut self, seq: u32) -> bool {
         let Ok(seq) = i32::try_from(seq) else {
@@ -582,6 +624,54 @@ impl Context {
             let mem = sys::llama_get_memory(self.ctx.as_ptr());
             sys::llama_memory_seq_rm(mem, 0, p0, -1)
         }
+    }
+
+    /// The keys and values of sequence `seq` as llama.cpp serialises them
+    /// (`None` when it writes fewer bytes than it said it would).
+    pub fn save_sequence(&self, seq: u32) -> Option<SavedState> {
+        let seq = i32::try_from(seq).ok()?;
+        // SAFETY: a live context; the buffer holds the size llama.cpp asked
+        // for, and is given with that size, which llama.cpp checks.
+        unsafe {
+            let size = sys::llama_state_seq_get_size_ext(self.ctx.as_ptr(), seq, 0);
+            let mut bytes = vec![0u8; size];
+            let written = sys::llama_state_seq_get_data_ext(
+                self.ctx.as_ptr(),
+                bytes.as_mut_ptr(),
+                size,
+                seq,
+                0,
+            );
+            (written == size && size > 0).then(|| SavedState {
+                bytes: bytes.into_boxed_slice(),
+            })
+        }
+    }
+
+    /// Load `state` into sequence `seq`, which should be empty; false (and
+    /// the sequence emptied) when llama.cpp refuses it (too few free cells,
+    /// another layout).
+    pub fn restore_sequence(&mut self, seq: u32, state: &SavedState) -> bool {
+        let Ok(seq_id) = i32::try_from(seq) else {
+            return false;
+        };
+        // SAFETY: a live context; the bytes are what `save_sequence` took
+        // from a context of this process (the type has no other
+        // constructor), given with their length.
+        let read = unsafe {
+            sys::llama_state_seq_set_data_ext(
+                self.ctx.as_ptr(),
+                state.bytes.as_ptr(),
+                state.bytes.len(),
+                seq_id,
+                0,
+            )
+        };
+        if read == state.bytes.len() {
+            return true;
+        }
+        self.forget_sequence(seq);
+        false
     }
 
     /// Empty the cache.

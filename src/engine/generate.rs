@@ -1,6 +1,8 @@
 //! The generation loop: evaluate the prompt, then sample one token at a time
 //! until end-of-generation, `max_tokens`, the end of the context or a stop string.
 
+use std::time::Instant;
+
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
@@ -13,7 +15,7 @@ use crate::chat::reasoning;
 use crate::chat::tools::ToolPlan;
 use crate::common::error::{InferenceError, InferenceResult};
 use crate::common::params::GenerateParams;
-use crate::common::{FinishReason, Generation};
+use crate::common::{CacheSource, FinishReason, Generation, Timings};
 
 /// How many tokens pass between two recounts of the processes generating at
 /// the same time (a recount is a few dozen `flock` calls).
@@ -32,6 +34,10 @@ pub struct Progress {
     thinking: Thinking,
     /// Whether the last token was taken without the grammar.
     free: bool,
+    /// When the generation began, and when its prompt was read (with where
+    /// its reused tokens came from).
+    began: Instant,
+    prompt_read: Option<(Instant, CacheSource)>,
 }
 
 impl Progress {
@@ -53,6 +59,8 @@ impl Progress {
             piece: Vec::with_capacity(32),
             thinking: Thinking::new(model, prompt, params),
             free: true,
+            began: Instant::now(),
+            prompt_read: None,
         }
     }
 
@@ -65,6 +73,8 @@ impl Progress {
             piece: Vec::new(),
             thinking: Thinking::none(),
             free: true,
+            began: Instant::now(),
+            prompt_read: None,
         }
     }
 
@@ -173,7 +183,32 @@ impl Progress {
         (self.output.text(), self.output.undecided_tail())
     }
 
+    /// The prompt has been read (its reused tokens from `source`): what
+    /// follows is generation time.
+    pub fn prompt_read(&mut self, source: CacheSource) {
+        self.prompt_read = Some((Instant::now(), source));
+    }
+
+    /// How long reading the prompt and generating took, until now.
+    fn timings(&self) -> Timings {
+        let now = Instant::now();
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        match self.prompt_read {
+            Some((read, cache)) => Timings {
+                prompt_ms: ms(read.duration_since(self.began)),
+                generation_ms: ms(now.duration_since(read)),
+                cache,
+            },
+            None => Timings {
+                prompt_ms: ms(now.duration_since(self.began)),
+                generation_ms: 0.0,
+                cache: CacheSource::None,
+            },
+        }
+    }
+
     pub fn finish(self, finish: FinishReason, prompt_tokens: usize, reused: usize) -> Generation {
+        let timings = self.timings();
         let text = self.output.into_text();
         let (finish, tool_calls, without_calls) = match &self.tools {
             Some((plan, _)) if plan.read_calls => {
@@ -201,6 +236,7 @@ impl Progress {
             reused_tokens: reused as u32,
             tool_calls,
             without_calls,
+            timings,
         }
     }
 }
@@ -236,13 +272,14 @@ impl Generator {
             session.set_threads(claim.threads());
         }
         session.set_stop(params.stop_check);
-        let progress = Progress::new(model, prompt, params);
-        let reused = match session.evaluate_prompt(prompt, params.cache_prompt) {
+        let mut progress = Progress::new(model, prompt, params);
+        let (reused, source) = match session.evaluate_prompt(prompt, params.cache_prompt) {
             Err(InferenceError::Aborted) => {
                 return Ok(Err(progress.finish(FinishReason::Timeout, prompt.len(), 0)));
             }
             other => other?,
         };
+        progress.prompt_read(source);
         Ok(Ok(Self {
             sampler,
             progress,

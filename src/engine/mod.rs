@@ -10,6 +10,7 @@ pub mod generate;
 pub mod model;
 pub mod output;
 pub mod persistent;
+pub mod prefix_cache;
 pub mod probe;
 pub mod rerank;
 pub mod sampler;

@@ -20,6 +20,7 @@ use super::context::{self, Context, Shape};
 use super::devices::{self, Device};
 use super::embed;
 use super::generate;
+use super::prefix_cache;
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
 use super::stream::Stream;
@@ -87,6 +88,8 @@ pub struct ModelInfo {
 pub struct Model {
     model: Arc<LlamaModel>,
     reusable: RefCell<Reusable>,
+    /// Its number in the process's prefix cache (see [`prefix_cache`]).
+    cache_owner: u64,
     /// A [`Stream`] holds the session: every other call is refused.
     streaming: Cell<bool>,
     n_threads: u32,
@@ -136,6 +139,7 @@ impl Model {
         let loaded = Self {
             model: Arc::new(model),
             reusable: RefCell::default(),
+            cache_owner: prefix_cache::new_owner(),
             streaming: Cell::new(false),
             n_threads: params.n_threads,
             n_gpu_layers: params.n_gpu_layers,
@@ -456,6 +460,7 @@ impl Model {
         ctx.set_stop(params.stop_check);
         let result = batch::run(
             ctx,
+            params.cache_prompt.then_some(self.cache_owner),
             model,
             prompts,
             params,
@@ -606,7 +611,13 @@ impl Model {
             other => {
                 // Free the old cache before allocating the new one.
                 drop(other);
-                Session::new(model, self.n_threads, params.n_ctx, self.poll())?
+                Session::new(
+                    model,
+                    self.cache_owner,
+                    self.n_threads,
+                    params.n_ctx,
+                    self.poll(),
+                )?
             }
         };
         Ok((session, sampler))
@@ -686,6 +697,13 @@ impl Model {
         if let Ok(mut reusable) = self.reusable.try_borrow_mut() {
             reusable.session = session;
         }
+    }
+}
+
+impl Drop for Model {
+    /// Its saved prefixes can serve no other model.
+    fn drop(&mut self) {
+        prefix_cache::forget_owner(self.cache_owner);
     }
 }
 

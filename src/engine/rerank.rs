@@ -21,7 +21,7 @@ use llama_cpp_2::token::LlamaToken;
 use super::context::{cells_for, BatchToken, Context, Shape};
 use super::embed::{self, BATCH_TOKENS};
 use super::model::Model;
-use super::session::common_prefix;
+use super::prefix_cache::common_prefix;
 use crate::chat::{Message, Role};
 use crate::common::error::{InferenceError, InferenceResult, List, LoadError};
 use crate::common::params::{GenerateParams, LoadParams, Pooling, StopCheck};

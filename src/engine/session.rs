@@ -9,8 +9,10 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::context::{Context, Shape};
+use super::prefix_cache::{self, common_prefix};
 use crate::common::error::{InferenceError, InferenceResult};
 use crate::common::params::StopCheck;
+use crate::common::CacheSource;
 
 /// Largest number of tokens evaluated in one llama.cpp batch.
 pub const MAX_BATCH: u32 = 512;
@@ -19,6 +21,8 @@ pub const MAX_BATCH: u32 = 512;
 #[derive(Debug)]
 pub struct Session {
     ctx: Context,
+    /// The model's number in the prefix cache.
+    owner: u64,
     cached: Vec<LlamaToken>,
     /// The logits after the last prompt evaluated, and its length: a prompt
     /// found whole in the cache gets them back instead of evaluating its
@@ -36,11 +40,13 @@ impl Session {
     /// (see [`Context::new`] for `poll`).
     pub fn new(
         model: &Arc<LlamaModel>,
+        owner: u64,
         n_threads: u32,
         n_ctx: u32,
         poll: u32,
     ) -> InferenceResult<Self> {
         Ok(Self {
+            owner,
             ctx: Context::new(
                 model,
                 n_threads,
@@ -84,16 +90,18 @@ impl Session {
 
     /// Make the cache hold exactly `prompt` and leave the logits of its last
     /// token ready for sampling. With `reuse`, the longest prefix already
-    /// cached is kept; a prompt found whole gets the logits its evaluation
-    /// left, else at least its last token is evaluated. Returns the number of
-    /// tokens reused.
+    /// cached is kept, or restored from the process's prefix cache when a
+    /// saved state shares more of the prompt; a prompt found whole gets the
+    /// logits its evaluation left, else at least its last token is
+    /// evaluated. Returns the number of tokens reused and where from; saves
+    /// the prompt's state in the prefix cache when it is new enough.
     pub fn evaluate_prompt(
         &mut self,
         prompt: &[LlamaToken],
         reuse: bool,
-    ) -> InferenceResult<usize> {
+    ) -> InferenceResult<(usize, CacheSource)> {
         self.restored = false;
-        let shared = if reuse {
+        let mut shared = if reuse {
             common_prefix(&self.cached, prompt)
         } else {
             0
@@ -106,7 +114,15 @@ impl Session {
         if whole && (self.cached.len() == prompt.len() || self.ctx.forget_from(prompt.len())) {
             self.cached.truncate(prompt.len());
             self.restored = true;
-            return Ok(prompt.len());
+            return Ok((prompt.len(), CacheSource::Memory));
+        }
+        if reuse {
+            let room = self.ctx.n_ctx() as usize;
+            if let Some(hit) = prefix_cache::best(self.cache_key(), prompt, room, shared) {
+                if self.restore(&hit, prompt.len()) {
+                    shared = self.cached.len();
+                }
+            }
         }
         let mut keep = shared.min(prompt.len().saturating_sub(1));
         if keep < self.cached.len() {
@@ -128,7 +144,45 @@ impl Session {
         }
         let logits = self.ctx.last_logits()?.to_vec();
         self.prompt_logits = Some((prompt.len(), logits));
-        Ok(keep)
+        if reuse && prefix_cache::wants(self.cache_key(), prompt) {
+            if let Some(state) = self.ctx.save_sequence(0) {
+                prefix_cache::insert(self.cache_key(), prompt, state);
+            }
+        }
+        let source = if keep == 0 {
+            CacheSource::None
+        } else {
+            CacheSource::Memory
+        };
+        Ok((keep, source))
+    }
+
+    /// Whose the states this session saves and restores are.
+    fn cache_key(&self) -> prefix_cache::Key {
+        prefix_cache::Key {
+            model: self.owner,
+            streams: self.ctx.streams(),
+        }
+    }
+
+    /// Replace the context's cells with the saved state of `hit`, cut to
+    /// the prefix it shares with a prompt of `prompt_len` tokens (less its
+    /// last token, which is evaluated for its logits). False, with the
+    /// context emptied, when llama.cpp refuses the state or cannot cut it.
+    fn restore(&mut self, hit: &prefix_cache::Hit, prompt_len: usize) -> bool {
+        self.ctx.clear();
+        self.cached.clear();
+        self.prompt_logits = None;
+        if !self.ctx.restore_sequence(0, &hit.state) {
+            return false;
+        }
+        let keep = hit.common.min(prompt_len.saturating_sub(1));
+        if keep < hit.tokens.len() && !self.ctx.forget_from(keep) {
+            self.ctx.clear();
+            return false;
+        }
+        self.cached.extend_from_slice(&hit.tokens[..keep]);
+        true
     }
 
     /// Evaluate one generated token, so that the next can be sampled.
@@ -163,27 +217,5 @@ impl Session {
     /// The stop check the next evaluations ask between graph nodes.
     pub fn set_stop(&mut self, check: StopCheck) {
         self.ctx.set_stop(check);
-    }
-}
-
-/// Length of the longest common prefix of `a` and `b`.
-pub fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tokens(ids: &[i32]) -> Vec<LlamaToken> {
-        ids.iter().map(|&i| LlamaToken(i)).collect()
-    }
-
-    #[test]
-    fn common_prefix_counts_the_shared_start() {
-        assert_eq!(common_prefix(&tokens(&[1, 2, 3]), &tokens(&[1, 2, 4])), 2);
-        assert_eq!(common_prefix(&tokens(&[1, 2]), &tokens(&[1, 2, 3])), 2);
-        assert_eq!(common_prefix(&tokens(&[]), &tokens(&[1])), 0);
-        assert_eq!(common_prefix(&tokens(&[5]), &tokens(&[1])), 0);
     }
 }

@@ -147,6 +147,7 @@ impl Stream {
                 reused_tokens: 0,
                 tool_calls: Vec::new(),
                 without_calls: None,
+                timings: Default::default(),
             }),
             State::Running(generator) => State::Done(generator.finish(FinishReason::Cancelled)),
             ended => ended,

@@ -18,6 +18,7 @@ mod rerank_model;
 mod response;
 mod schema;
 mod schema_arg;
+mod settings;
 mod stream;
 mod timeout;
 mod tool_call;
@@ -35,7 +36,11 @@ extern "C" {
 /// Rust object behind them and so are registered by hand before the macro
 /// registers the classes below.
 extern "C" fn startup(_type: i32, module_number: i32) -> i32 {
-    IniEntryDef::register(persistent::INI.as_slice(), module_number);
+    IniEntryDef::register(settings::INI.as_slice(), module_number);
+    crate::engine::prefix_cache::configure(
+        settings::prompt_cache_bytes(),
+        settings::prompt_cache_min_tokens(),
+    );
     attributes::install();
     match exceptions::register() {
         Ok(()) => 0,
@@ -62,6 +67,20 @@ extern "C" fn info(module: *mut ModuleEntry) {
     );
     info_table_row!("persistent models held", models.len().to_string());
     info_table_row!("persistent model loads", loads.to_string());
+    let cache = crate::engine::prefix_cache::stats();
+    info_table_row!(
+        "prompt cache (memory)",
+        format!(
+            "{} prefixes, {:.1} of {} MiB",
+            cache.entries,
+            cache.bytes as f64 / f64::from(1 << 20),
+            cache.limit_bytes >> 20
+        )
+    );
+    info_table_row!(
+        "prompt cache hits / misses / evictions",
+        format!("{} / {} / {}", cache.hits, cache.misses, cache.evictions)
+    );
     info_table_end!();
     if !models.is_empty() {
         info_table_start!();

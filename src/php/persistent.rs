@@ -1,5 +1,5 @@
 //! The process's persistent models (`Model::load($path, ['persistent' =>
-//! true])`) and the extension's php.ini settings.
+//! true])`).
 //!
 //! PHP-FPM, the CLI and `php -S` run one request at a time per process (this
 //! extension is built for non-thread-safe PHP), so the table is the thread's
@@ -9,46 +9,14 @@
 //! `engine::context`).
 
 use std::cell::RefCell;
-use std::ffi::{c_char, CStr};
 use std::path::Path;
 use std::rc::Rc;
-
-use ext_php_rs::ffi::zend_long;
-use ext_php_rs::flags::IniEntryPermission;
-use ext_php_rs::zend::{IniEntryDef, IniEntryDefs};
 
 use crate::engine::persistent::{FileId, Key, Listing, Registry};
 use crate::engine::{self, LoadError, LoadParams};
 
-/// `infer.max_persistent_models`: how many persistent models one process
-/// keeps (least recently used evicted; 0 keeps none).
-pub const MAX_MODELS_INI: &CStr = c"infer.max_persistent_models";
-const MAX_MODELS_DEFAULT: &CStr = c"2";
-
-/// The extension's php.ini entries, registered in MINIT.
-pub static INI: IniEntryDefs<2> = IniEntryDefs::new([
-    IniEntryDef::new(
-        MAX_MODELS_INI,
-        MAX_MODELS_DEFAULT,
-        IniEntryPermission::System,
-    ),
-    IniEntryDef::end(),
-]);
-
-extern "C" {
-    fn zend_ini_long(name: *const c_char, name_length: usize, orig: bool) -> zend_long;
-}
-
 thread_local! {
     static MODELS: RefCell<Registry<engine::Model>> = RefCell::new(Registry::default());
-}
-
-/// The `infer.max_persistent_models` setting (negative counts as 0).
-pub fn max_models() -> usize {
-    // SAFETY: the name is a registered entry (MINIT) and its length is exact.
-    let value =
-        unsafe { zend_ini_long(MAX_MODELS_INI.as_ptr(), MAX_MODELS_INI.count_bytes(), false) };
-    usize::try_from(value).unwrap_or(0)
 }
 
 /// The persistent model for `path` with `params`: the one this process
@@ -63,7 +31,7 @@ pub fn load(path: &Path, params: &LoadParams) -> Result<(Rc<engine::Model>, bool
         file,
         params: params.clone(),
     };
-    let max = max_models();
+    let max = super::settings::max_models();
     MODELS.with_borrow_mut(|models| {
         models.get_or_make(key, path, max, || engine::Model::load(path, params))
     })

@@ -1,13 +1,15 @@
 //! `Displace\Infer\Response`: the result of `Model::chat()`.
 
+use ext_php_rs::boxed::ZBox;
 use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
-use ext_php_rs::types::Zval;
+use ext_php_rs::types::{ZendHashTable, Zval};
 
 use super::convert::json_to_zval;
 use super::exceptions::{inference_exception, no_constructor};
 use super::tool_call::ToolCall;
 use crate::chat::{reasoning, tools};
+use crate::common::Timings;
 use crate::engine::Generation;
 
 /// What `chat()` produced: the text, its answer and reasoning, and counts.
@@ -24,6 +26,7 @@ pub struct Response {
     prompt_tokens: u32,
     cached_tokens: u32,
     tool_calls: Vec<tools::ToolCall>,
+    timings: Timings,
 }
 
 impl From<Generation> for Response {
@@ -38,6 +41,7 @@ impl From<Generation> for Response {
             tokens_generated: g.tokens_generated,
             prompt_tokens: g.prompt_tokens,
             cached_tokens: g.reused_tokens,
+            timings: g.timings,
         }
     }
 }
@@ -55,6 +59,7 @@ impl Response {
             tokens_generated: g.tokens_generated,
             prompt_tokens: g.prompt_tokens,
             cached_tokens: g.reused_tokens,
+            timings: g.timings,
         }
     }
 }
@@ -111,10 +116,41 @@ impl Response {
         i64::from(self.prompt_tokens)
     }
 
-    /// Prompt tokens taken from the model's cache instead of evaluated: the
-    /// prefix this prompt shares with the model's previous call.
+    /// Prompt tokens taken from a cache instead of evaluated: the prefix
+    /// this prompt shares with the model's previous call or with a prefix
+    /// the process (or the machine's shared store) keeps.
     pub fn cached_tokens(&self) -> i64 {
         i64::from(self.cached_tokens)
+    }
+
+    /// Where the time went: `prompt_ms` (restoring cached prefixes and
+    /// evaluating the rest of the prompt), `generation_ms`, the rates of
+    /// both (tokens evaluated per second of prompt time; tokens generated
+    /// per second of generation time), `cached_tokens`, and `cache`:
+    /// `'none'`, `'memory'` (this process) or `'shared'` (the machine's
+    /// store). For a connected model the times are measured by this
+    /// process: up to the first text, and the rest.
+    pub fn timings(&self) -> PhpResult<ZBox<ZendHashTable>> {
+        let t = self.timings;
+        let evaluated = self.prompt_tokens.saturating_sub(self.cached_tokens);
+        let rate = |n: u32, ms: f64| {
+            if ms > 0.0 {
+                f64::from(n) * 1000.0 / ms
+            } else {
+                0.0
+            }
+        };
+        let mut out = ZendHashTable::new();
+        out.insert("prompt_ms", t.prompt_ms)?;
+        out.insert("generation_ms", t.generation_ms)?;
+        out.insert("prompt_tokens_per_second", rate(evaluated, t.prompt_ms))?;
+        out.insert(
+            "tokens_per_second",
+            rate(self.tokens_generated, t.generation_ms),
+        )?;
+        out.insert("cached_tokens", i64::from(self.cached_tokens))?;
+        out.insert("cache", t.cache.as_str())?;
+        Ok(out)
     }
 
     /// An instance of `$class` built from the answer (a JSON object): nested

@@ -13,6 +13,8 @@ use crate::common::generation::{FinishReason, Generation};
 use crate::common::generation::{Piece, Release};
 use crate::common::params::StopCheck;
 use crate::common::RemoteError;
+use crate::common::{CacheSource, Timings};
+use std::time::Instant;
 
 /// The format of the events.
 #[derive(Debug, Clone, Copy)]
@@ -41,6 +43,10 @@ pub struct RemoteStream {
     /// What an OpenAI-style stream said of its end before `[DONE]`.
     ending: Option<openai::Ending>,
     usage: Option<openai::Usage>,
+    /// When the request was answered, and when its first text came (the
+    /// timings of a remote generation are measured here, by the client).
+    began: Instant,
+    first_text: Option<Instant>,
 }
 
 impl std::fmt::Debug for RemoteStream {
@@ -73,6 +79,8 @@ impl RemoteStream {
             generated: 0,
             ending: None,
             usage: None,
+            began: Instant::now(),
+            first_text: None,
         }
     }
 
@@ -161,7 +169,25 @@ impl RemoteStream {
             reused_tokens: reused,
             tool_calls: Vec::new(),
             without_calls: None,
+            timings: self.timings(reused),
         });
+    }
+
+    /// Time to the first text, and the rest; the server's cache when it
+    /// reused prompt tokens.
+    fn timings(&self, reused: u32) -> Timings {
+        let now = Instant::now();
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        let read = self.first_text.unwrap_or(now);
+        Timings {
+            prompt_ms: ms(read.duration_since(self.began)),
+            generation_ms: ms(now.duration_since(read)),
+            cache: if reused > 0 {
+                CacheSource::Memory
+            } else {
+                CacheSource::None
+            },
+        }
     }
 
     fn fail(&mut self, e: InferenceError) -> InferenceError {
@@ -208,6 +234,7 @@ impl RemoteStream {
         match self.wire {
             Wire::LlamaServer => match llama_server::event(data) {
                 Ok(llama_server::Event::Text(text)) => {
+                    self.first_text.get_or_insert_with(Instant::now);
                     self.text.push_str(&text);
                     self.generated += 1;
                     Ok(())
@@ -236,6 +263,7 @@ impl RemoteStream {
                     });
                 }
                 if !chunk.text.is_empty() {
+                    self.first_text.get_or_insert_with(Instant::now);
                     self.text.push_str(&chunk.text);
                     self.generated += 1;
                 }
