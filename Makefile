@@ -41,7 +41,7 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test test-quick deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote
+.PHONY: demo test test-quick deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -99,7 +99,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -175,3 +175,6 @@ bench-embed: build model embedding-model
 # concurrent clients (server slots vs in-process workers on the same cores).
 bench-remote: build model llama-server
 	$(PHP_WITH_EXT) bench/remote.php $(INFER_MODEL) $(INFER_LLAMA_SERVER)
+
+bench-prompt-cache: build model llama-server
+	$(PHP_WITH_EXT) bench/prompt_cache.php $(INFER_MODEL) $(INFER_LLAMA_SERVER)

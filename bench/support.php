@@ -21,3 +21,32 @@ function ms(callable $fn): array
     $r = $fn();
     return [(hrtime(true) - $t) / 1e6, $r];
 }
+
+/** @return array{resource, string} the server process and its base URL */
+function start_server(string $binary, string $model, int $slots, int $threads): array
+{
+    $probe = stream_socket_server('tcp://127.0.0.1:0');
+    $port = (int) substr(strrchr(stream_socket_get_name($probe, false), ':'), 1);
+    fclose($probe);
+    $process = proc_open(
+        [$binary, '-m', $model, '--host', '127.0.0.1', '--port', (string) $port, '-fa', 'off',
+            '-t', (string) $threads, '-tb', (string) $threads, '-np', (string) $slots, '-c', (string) (2048 * $slots)],
+        [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
+        $pipes,
+    );
+    $url = "http://127.0.0.1:$port";
+    $deadline = microtime(true) + 60;
+    while (microtime(true) < $deadline) {
+        if (str_contains((string) @file_get_contents("$url/health"), 'ok')) {
+            return [$process, $url];
+        }
+        usleep(100000);
+    }
+    throw new RuntimeException('llama-server did not start');
+}
+
+function stop_server($process): void
+{
+    proc_terminate($process);
+    proc_close($process);
+}
