@@ -239,7 +239,11 @@ final class PersistentModelTest extends InferTestCase
         ]);
         $this->assertSame($parent['text'], $child['text']);
         $this->assertSame(1, $child['loads'], 'the child found the kept model');
-        $this->assertSame(0, $child['cached'], "the parent's context is not the child's");
+        // The parent's context holds this very prompt, which would be reused
+        // whole; the child builds a context of its own, which may start from
+        // a prefix the process saved before the fork (plain memory, valid for
+        // the same weights) but never holds the parent's cells.
+        $this->assertLessThan($child['prompt'], $child['cached'], "the parent's context is not the child's");
     }
 
     public function testTheSettingIsReadOnlyAtRunTimeAndShownByPhpinfo(): void
