@@ -118,6 +118,15 @@ impl<V> Registry<V> {
     }
 
     /// Forget `value` if the table holds it; true when it did.
+    /// The index of the entry `used` says was used least recently.
+    pub fn least_recent<T>(entries: &[T], used: impl Fn(&T) -> u64) -> Option<usize> {
+        entries
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, e)| used(e))
+            .map(|(i, _)| i)
+    }
+
     #[cfg(test)]
     pub fn remove(&mut self, value: &Rc<V>) -> bool {
         self.remove_at(Rc::as_ptr(value).cast())
@@ -135,13 +144,7 @@ impl<V> Registry<V> {
     /// Evict the least recently used entries until at most `max` are left.
     pub fn shrink_to(&mut self, max: usize) {
         while self.entries.len() > max {
-            let Some(oldest) = self
-                .entries
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(i, _)| i)
-            else {
+            let Some(oldest) = least_recent(&self.entries, |e| e.last_used) else {
                 return;
             };
             self.entries.remove(oldest);

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use llama_cpp_2::token::LlamaToken;
 
 use super::context::SavedState;
+use super::persistent::least_recent;
 
 /// Default bound of the cache: room for about fourteen system prompts of
 /// 400 tokens on SmolLM2-135M (23 KiB of keys and values per token), two
@@ -266,13 +267,7 @@ impl Cache {
     /// Drop least recently used entries until the cache is within its bound.
     fn evict(&mut self) {
         while self.bytes > self.limit {
-            let Some(oldest) = self
-                .entries
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(i, _)| i)
-            else {
+            let Some(oldest) = least_recent(&self.entries, |e| e.last_used) else {
                 break;
             };
             let gone = self.entries.swap_remove(oldest);
