@@ -118,15 +118,6 @@ impl<V> Registry<V> {
     }
 
     /// Forget `value` if the table holds it; true when it did.
-    /// The index of the entry `used` says was used least recently.
-    pub fn least_recent<T>(entries: &[T], used: impl Fn(&T) -> u64) -> Option<usize> {
-        entries
-            .iter()
-            .enumerate()
-            .min_by_key(|(_, e)| used(e))
-            .map(|(i, _)| i)
-    }
-
     #[cfg(test)]
     pub fn remove(&mut self, value: &Rc<V>) -> bool {
         self.remove_at(Rc::as_ptr(value).cast())
@@ -181,6 +172,15 @@ impl<V> Registry<V> {
             })
             .collect()
     }
+}
+
+/// The index of the entry `used` says was used least recently.
+pub fn least_recent<T>(entries: &[T], used: impl Fn(&T) -> u64) -> Option<usize> {
+    entries
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, e)| used(e))
+        .map(|(i, _)| i)
 }
 
 #[cfg(test)]
