@@ -58,6 +58,11 @@ struct Slot<'a> {
     row: Option<usize>,
     /// Prompt tokens restored from the prefix cache, not evaluated.
     reused: usize,
+    /// Where they came from.
+    source: CacheSource,
+    /// The prefix cache's lookup for its prompt (`None`: the call does not
+    /// use the cache), to save the prompt's state once read.
+    lookup: Option<prefix_cache::Lookup>,
     /// Whether the batch just decoded held the last token of its prompt.
     read_now: bool,
 }
@@ -122,7 +127,7 @@ impl Slot<'_> {
 /// each sequence before using it anyway.
 pub fn run(
     ctx: &mut Context,
-    cache_owner: Option<u64>,
+    cache_owner: Option<prefix_cache::Owner>,
     model: &LlamaModel,
     prompts: &[Vec<LlamaToken>],
     params: &GenerateParams,
@@ -146,8 +151,14 @@ pub fn run(
                     };
                     ctx.forget_sequence(seq as u32);
                     let progress = Progress::new(model, prompt, params);
-                    let reused = cache_owner
-                        .map_or(0, |owner| restore_prefix(ctx, seq as u32, owner, prompt));
+                    let (reused, source, lookup) = match cache_owner {
+                        Some(owner) => {
+                            let (reused, source, lookup) =
+                                restore_prefix(ctx, seq as u32, owner, prompt);
+                            (reused, source, Some(lookup))
+                        }
+                        None => (0, CacheSource::None, None),
+                    };
                     *place = Some(Slot {
                         index,
                         prompt,
@@ -157,6 +168,8 @@ pub fn run(
                         pending: None,
                         row: None,
                         reused,
+                        source,
+                        lookup,
                         read_now: false,
                     });
                 }
@@ -224,13 +237,12 @@ pub fn run(
         for (seq, place) in slots.iter_mut().enumerate() {
             let Some(slot) = place else { continue };
             if std::mem::take(&mut slot.read_now) {
-                slot.progress.prompt_read(if slot.reused > 0 {
-                    CacheSource::Memory
-                } else {
-                    CacheSource::None
-                });
-                if let Some(owner) = cache_owner {
-                    save_prefix(ctx, seq as u32, owner, slot.prompt);
+                slot.progress.prompt_read(slot.source);
+                if let (Some(owner), Some(lookup)) = (cache_owner, &slot.lookup) {
+                    let streams = ctx.streams();
+                    prefix_cache::remember(owner, streams, slot.prompt, lookup, || {
+                        ctx.save_sequence(seq as u32)
+                    });
                 }
             }
             let Some(row) = slot.row.take() else { continue };
@@ -267,39 +279,29 @@ pub fn run(
 
 /// Start sequence `seq` (empty) from the cached prefix of `prompt` that
 /// `owner` saved, when there is one worth restoring; returns the prompt
-/// tokens it holds then (at most all but the last).
-fn restore_prefix(ctx: &mut Context, seq: u32, owner: u64, prompt: &[LlamaToken]) -> usize {
+/// tokens it holds then (at most all but the last), where they came from,
+/// and the lookup, for saving the prompt's state once it is read.
+fn restore_prefix(
+    ctx: &mut Context,
+    seq: u32,
+    owner: prefix_cache::Owner,
+    prompt: &[LlamaToken],
+) -> (usize, CacheSource, prefix_cache::Lookup) {
     let room = ctx.n_ctx() as usize;
-    let owner = prefix_cache::Key {
-        model: owner,
-        streams: ctx.streams(),
-    };
-    let Some(hit) = prefix_cache::best(owner, prompt, room, 0) else {
-        return 0;
+    let lookup = prefix_cache::lookup(owner, ctx.streams(), prompt, room, 0);
+    let Some(hit) = &lookup.hit else {
+        return (0, CacheSource::None, lookup);
     };
     let keep = hit.common.min(prompt.len().saturating_sub(1));
     if !ctx.restore_sequence(seq, &hit.state) {
-        return 0;
+        return (0, CacheSource::None, lookup);
     }
     if keep < hit.tokens.len() && !ctx.forget_sequence_from(seq, keep) {
         ctx.forget_sequence(seq);
-        return 0;
+        return (0, CacheSource::None, lookup);
     }
-    keep
-}
-
-/// Save the state of sequence `seq`, which holds `prompt` just read, when
-/// the prefix cache wants it.
-fn save_prefix(ctx: &Context, seq: u32, owner: u64, prompt: &[LlamaToken]) {
-    let owner = prefix_cache::Key {
-        model: owner,
-        streams: ctx.streams(),
-    };
-    if prefix_cache::wants(owner, prompt) {
-        if let Some(state) = ctx.save_sequence(seq) {
-            prefix_cache::insert(owner, prompt, state);
-        }
-    }
+    let source = hit.source;
+    (keep, source, lookup)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_sys_2 as sys;
 
 use super::backend::{clear_diagnostics, take_diagnostics};
+use super::prefix_store::StoredState;
 use crate::common::error::{InferenceError, InferenceResult};
 use crate::common::params::{Pooling, StopCheck};
 
@@ -90,8 +91,9 @@ pub(super) fn control_texts(model: &LlamaModel) -> Vec<String> {
 }
 
 /// One sequence's keys and values as llama.cpp serialises them. Only
-/// [`Context::save_sequence`] makes one, so [`Context::restore_sequence`]
-/// never hands llama.cpp bytes it did not write itself.
+/// [`Context::save_sequence`] makes one, or the shared store from a file it
+/// verified, so [`Context::restore_sequence`] never hands llama.cpp bytes
+/// that a context of this build did not write.
 pub struct SavedState {
     bytes: Box<[u8]>,
 }
@@ -104,6 +106,20 @@ impl SavedState {
 
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
+    }
+
+    /// The bytes, to write them to the shared store.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// A state read back from the shared store, which checked that the
+    /// bytes are what a context of this build, model and layout wrote
+    /// (only the store makes a [`StoredState`]).
+    pub fn from_store(state: StoredState) -> Self {
+        Self {
+            bytes: state.into_bytes(),
+        }
     }
 
     /// `len` bytes that no context wrote, for tests of the bookkeeping
@@ -656,8 +672,9 @@ impl Context {
             return false;
         };
         // SAFETY: a live context; the bytes are what `save_sequence` took
-        // from a context of this process (the type has no other
-        // constructor), given with their length.
+        // from a context of this build (in this process, or in another and
+        // verified by the shared store), given with their length, which
+        // llama.cpp's reader bounds every read by.
         let read = unsafe {
             sys::llama_state_seq_set_data_ext(
                 self.ctx.as_ptr(),

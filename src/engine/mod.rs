@@ -11,6 +11,7 @@ pub mod model;
 pub mod output;
 pub mod persistent;
 pub mod prefix_cache;
+pub mod prefix_store;
 pub mod probe;
 pub mod rerank;
 pub mod sampler;

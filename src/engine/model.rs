@@ -20,7 +20,9 @@ use super::context::{self, Context, Shape};
 use super::devices::{self, Device};
 use super::embed;
 use super::generate;
+use super::persistent::FileId;
 use super::prefix_cache;
+use super::prefix_store::ModelIdentity;
 use super::sampler::{GrammarCache, Sampler};
 use super::session::Session;
 use super::stream::Stream;
@@ -88,8 +90,8 @@ pub struct ModelInfo {
 pub struct Model {
     model: Arc<LlamaModel>,
     reusable: RefCell<Reusable>,
-    /// Its number in the process's prefix cache (see [`prefix_cache`]).
-    cache_owner: u64,
+    /// Whose its saved prefixes are (see [`prefix_cache`]).
+    cache_owner: prefix_cache::Owner,
     /// A [`Stream`] holds the session: every other call is refused.
     streaming: Cell<bool>,
     n_threads: u32,
@@ -136,10 +138,26 @@ impl Model {
                 detail: take_diagnostics().unwrap_or_else(|| e.to_string()),
             }
         })?;
+        // Generating models share their prefixes with the machine's other
+        // processes when the file can be identified.
+        let shared = FileId::of(path)
+            .ok()
+            .filter(|_| !params.embedding)
+            .map(|file| ModelIdentity {
+                file,
+                n_gpu_layers: params.n_gpu_layers,
+                main_gpu: params.main_gpu,
+                n_vocab: model.n_vocab(),
+                n_layer: model.n_layer(),
+                n_embd: model.n_embd(),
+            });
         let loaded = Self {
             model: Arc::new(model),
             reusable: RefCell::default(),
-            cache_owner: prefix_cache::new_owner(),
+            cache_owner: prefix_cache::Owner {
+                model: prefix_cache::new_owner(),
+                shared,
+            },
             streaming: Cell::new(false),
             n_threads: params.n_threads,
             n_gpu_layers: params.n_gpu_layers,
@@ -703,7 +721,7 @@ impl Model {
 impl Drop for Model {
     /// Its saved prefixes can serve no other model.
     fn drop(&mut self) {
-        prefix_cache::forget_owner(self.cache_owner);
+        prefix_cache::forget_owner(self.cache_owner.model);
     }
 }
 

@@ -21,6 +21,9 @@ use llama_cpp_2::token::LlamaToken;
 
 use super::context::SavedState;
 use super::persistent::least_recent;
+pub use super::prefix_store::common_prefix;
+use super::prefix_store::{self, ModelIdentity};
+use crate::common::CacheSource;
 
 /// Default bound of the cache: room for about fourteen system prompts of
 /// 400 tokens on SmolLM2-135M (23 KiB of keys and values per token), two
@@ -67,6 +70,121 @@ pub struct Hit {
     /// The tokens the state holds.
     pub tokens: Arc<[LlamaToken]>,
     pub state: Arc<SavedState>,
+    /// Where it was found: this process's cache, or the shared store.
+    pub source: CacheSource,
+}
+
+/// Whose the states of a loaded model are: its number in this process, and
+/// its identity in the store shared by the machine's processes (`None`:
+/// its states are not shared).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub model: u64,
+    pub shared: Option<ModelIdentity>,
+}
+
+impl Owner {
+    fn key(&self, streams: u32) -> Key {
+        Key {
+            model: self.model,
+            streams,
+        }
+    }
+
+    fn store_key(&self, streams: u32) -> Option<u64> {
+        prefix_store::key(self.shared.as_ref()?, streams)
+    }
+}
+
+/// What a prompt's lookup found, and what the next save needs to know.
+#[derive(Debug)]
+pub struct Lookup {
+    pub hit: Option<Hit>,
+    /// The longest prefix of the prompt the shared store holds (`None`:
+    /// not asked, the store being off or having nothing to add).
+    stored: Option<usize>,
+}
+
+/// The best saved prefix of `prompt` for a context of `streams` KV streams
+/// holding `live` of its tokens already: from this process's cache, or from
+/// the shared store when that holds more of the prompt (the state loaded
+/// from it is then kept in this process's cache too). Only states of at
+/// most `max_len` tokens are offered.
+pub fn lookup(
+    owner: Owner,
+    streams: u32,
+    prompt: &[LlamaToken],
+    max_len: usize,
+    live: usize,
+) -> Lookup {
+    let key = owner.key(streams);
+    let memory = best(key, prompt, max_len, live);
+    let floor = memory.as_ref().map_or(live, |h| h.common.max(live));
+    let store_key = owner
+        .store_key(streams)
+        .filter(|_| prompt.len() > floor + MIN_GAIN);
+    let Some(store_key) = store_key else {
+        return Lookup {
+            hit: memory,
+            stored: None,
+        };
+    };
+    let Some(found) = prefix_store::find(store_key, prompt, max_len, floor + MIN_GAIN) else {
+        return Lookup {
+            hit: memory,
+            stored: None,
+        };
+    };
+    let stored = Some(found.covered);
+    let Some(f) = found.found else {
+        return Lookup {
+            hit: memory,
+            stored,
+        };
+    };
+    let tokens: Arc<[LlamaToken]> = f.tokens.into();
+    let state = Arc::new(SavedState::from_store(f.state));
+    cache().insert_shared(key, Arc::clone(&tokens), Arc::clone(&state));
+    Lookup {
+        hit: Some(Hit {
+            common: f.common,
+            tokens,
+            state,
+            source: CacheSource::Shared,
+        }),
+        stored,
+    }
+}
+
+/// Keep the state of `prompt`, just read into a context of `streams` KV
+/// streams, where it is worth keeping: in this process's cache and in the
+/// shared store (when `lookup` found that it holds too little of it).
+/// `save` takes the state; it is called at most once.
+pub fn remember(
+    owner: Owner,
+    streams: u32,
+    prompt: &[LlamaToken],
+    lookup: &Lookup,
+    save: impl FnOnce() -> Option<SavedState>,
+) {
+    let key = owner.key(streams);
+    let in_memory = wants(key, prompt);
+    let to_store = owner
+        .store_key(streams)
+        .zip(lookup.stored)
+        .filter(|&(_, covered)| prefix_store::wants(prompt.len(), covered));
+    if !in_memory && to_store.is_none() {
+        return;
+    }
+    let Some(state) = save() else {
+        return;
+    };
+    if let Some((store_key, covered)) = to_store {
+        prefix_store::write(store_key, streams, prompt, covered, state.bytes());
+    }
+    if in_memory {
+        insert(key, prompt, state);
+    }
 }
 
 #[derive(Debug)]
@@ -158,11 +276,6 @@ pub fn forget_owner(model: u64) {
     c.bytes -= freed;
 }
 
-/// Length of the longest common prefix of `a` and `b`.
-pub fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
 impl Cache {
     const fn new(limit: usize, min_tokens: usize) -> Self {
         Self {
@@ -220,6 +333,7 @@ impl Cache {
             common,
             tokens: Arc::clone(&entry.tokens),
             state: Arc::clone(&entry.state),
+            source: CacheSource::Memory,
         };
         self.stats.hits += 1;
         Some(hit)
@@ -240,6 +354,10 @@ impl Cache {
     }
 
     fn insert(&mut self, owner: Key, tokens: &[LlamaToken], state: SavedState) {
+        self.insert_shared(owner, tokens.into(), Arc::new(state));
+    }
+
+    fn insert_shared(&mut self, owner: Key, tokens: Arc<[LlamaToken]>, state: Arc<SavedState>) {
         if state.len() > self.limit {
             return;
         }
@@ -257,8 +375,8 @@ impl Cache {
         self.bytes += state.len();
         self.entries.push(Entry {
             owner,
-            tokens: tokens.into(),
-            state: Arc::new(state),
+            tokens,
+            state,
             last_used: self.clock,
         });
         self.evict();

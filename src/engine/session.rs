@@ -21,8 +21,8 @@ pub const MAX_BATCH: u32 = 512;
 #[derive(Debug)]
 pub struct Session {
     ctx: Context,
-    /// The model's number in the prefix cache.
-    owner: u64,
+    /// Whose the prefixes it saves and restores are.
+    owner: prefix_cache::Owner,
     cached: Vec<LlamaToken>,
     /// The logits after the last prompt evaluated, and its length: a prompt
     /// found whole in the cache gets them back instead of evaluating its
@@ -40,7 +40,7 @@ impl Session {
     /// (see [`Context::new`] for `poll`).
     pub fn new(
         model: &Arc<LlamaModel>,
-        owner: u64,
+        owner: prefix_cache::Owner,
         n_threads: u32,
         n_ctx: u32,
         poll: u32,
@@ -116,12 +116,15 @@ impl Session {
             self.restored = true;
             return Ok((prompt.len(), CacheSource::Memory));
         }
-        if reuse {
+        let mut source = CacheSource::Memory;
+        let lookup = reuse.then(|| {
             let room = self.ctx.n_ctx() as usize;
-            if let Some(hit) = prefix_cache::best(self.cache_key(), prompt, room, shared) {
-                if self.restore(&hit, prompt.len()) {
-                    shared = self.cached.len();
-                }
+            prefix_cache::lookup(self.owner, self.ctx.streams(), prompt, room, shared)
+        });
+        if let Some(hit) = lookup.as_ref().and_then(|l| l.hit.as_ref()) {
+            if self.restore(hit, prompt.len()) {
+                shared = self.cached.len();
+                source = hit.source;
             }
         }
         let mut keep = shared.min(prompt.len().saturating_sub(1));
@@ -144,25 +147,16 @@ impl Session {
         }
         let logits = self.ctx.last_logits()?.to_vec();
         self.prompt_logits = Some((prompt.len(), logits));
-        if reuse && prefix_cache::wants(self.cache_key(), prompt) {
-            if let Some(state) = self.ctx.save_sequence(0) {
-                prefix_cache::insert(self.cache_key(), prompt, state);
-            }
+        if let Some(lookup) = &lookup {
+            let ctx = &self.ctx;
+            prefix_cache::remember(self.owner, ctx.streams(), prompt, lookup, || {
+                ctx.save_sequence(0)
+            });
         }
-        let source = if keep == 0 {
-            CacheSource::None
-        } else {
-            CacheSource::Memory
-        };
+        if keep == 0 {
+            source = CacheSource::None;
+        }
         Ok((keep, source))
-    }
-
-    /// Whose the states this session saves and restores are.
-    fn cache_key(&self) -> prefix_cache::Key {
-        prefix_cache::Key {
-            model: self.owner,
-            streams: self.ctx.streams(),
-        }
     }
 
     /// Replace the context's cells with the saved state of `hit`, cut to

@@ -37,15 +37,19 @@ extern "C" {
 /// registers the classes below.
 extern "C" fn startup(_type: i32, module_number: i32) -> i32 {
     IniEntryDef::register(settings::INI.as_slice(), module_number);
-    crate::engine::prefix_cache::configure(
-        settings::prompt_cache_bytes(),
-        settings::prompt_cache_min_tokens(),
-    );
+    settings::configure_prompt_cache();
     attributes::install();
     match exceptions::register() {
         Ok(()) => 0,
         Err(_) => -1,
     }
+}
+
+/// RINIT: the prompt cache's settings as this worker sees them (a PHP-FPM
+/// pool's `php_admin_value`s are applied after MINIT, in the worker).
+extern "C" fn request_startup(_type: i32, _module_number: i32) -> i32 {
+    settings::configure_prompt_cache();
+    0
 }
 
 /// MSHUTDOWN: free the persistent models (their thread pools are joined).
@@ -81,6 +85,30 @@ extern "C" fn info(module: *mut ModuleEntry) {
         "prompt cache hits / misses / evictions",
         format!("{} / {} / {}", cache.hits, cache.misses, cache.evictions)
     );
+    let shared = crate::engine::prefix_store::stats();
+    let place = match (&shared.dir, &shared.problem) {
+        (None, _) => "off".to_owned(),
+        (Some(dir), Some(problem)) => format!("{} not used: {problem}", dir.display()),
+        (Some(dir), None) => format!(
+            "{}: {} prefixes, {:.1} of {} MiB",
+            dir.display(),
+            shared.entries,
+            shared.bytes as f64 / f64::from(1 << 20),
+            shared.limit_bytes >> 20
+        ),
+    };
+    info_table_row!("prompt cache (shared)", place);
+    info_table_row!(
+        "shared prompt cache hits / misses / writes",
+        format!("{} / {} / {}", shared.hits, shared.misses, shared.writes)
+    );
+    info_table_row!(
+        "shared prompt cache failed writes / rejected entries / evictions",
+        format!(
+            "{} / {} / {}",
+            shared.failed_writes, shared.rejected, shared.evictions
+        )
+    );
     info_table_end!();
     if !models.is_empty() {
         info_table_start!();
@@ -100,6 +128,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .name("infer")
         .startup_function(startup)
         .shutdown_function(shutdown)
+        .request_startup_function(request_startup)
         .info_function(info)
         .class::<tool_call::ToolCall>()
         .class::<message::Message>()

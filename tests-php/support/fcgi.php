@@ -74,7 +74,18 @@ function fcgi_next($socket): ?array
  */
 function fcgi_get(string $host, int $port, string $script, array $query, float $timeout = 60.0): array
 {
-    $socket = fcgi_send($host, $port, $script, $query, $timeout);
+    return fcgi_read(fcgi_send($host, $port, $script, $query, $timeout));
+}
+
+/**
+ * Read the whole response to the request sent on $socket and close it;
+ * return [stdout, stderr], or throw.
+ *
+ * @param resource $socket
+ * @return array{string, string}
+ */
+function fcgi_read($socket): array
+{
     [$stdout, $stderr] = ['', ''];
     while (($record = fcgi_next($socket)) !== null) {
         [$type, $content] = $record;

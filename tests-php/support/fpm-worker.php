@@ -15,6 +15,11 @@ try {
     $out['result'] = match ($_GET['case'] ?? '') {
         'chat' => $model()->chat(Prompt::user($q), maxTokens: 6)->text(),
         'schema' => $model()->chat(Prompt::user($q), maxTokens: 24, options: ['schema' => ['type' => 'object', 'properties' => ['answer' => ['type' => 'string', 'maxLength' => 12]]]])->text(),
+        'system' => (function () use ($model, $q) {
+            require_once __DIR__ . '/prompt-cache-prompts.php';
+            $r = $model()->chat(Prompt::system(prompt_cache_system((int) ($_GET['sys'] ?? 0)))->withUser($q), maxTokens: 4);
+            return ['text' => $r->text(), 'cached' => $r->cachedTokens(), 'prompt' => $r->promptTokens(), 'cache' => $r->timings()['cache']];
+        })(),
         'grammar' => $model()->chat(Prompt::user($q), maxTokens: 4, options: ['grammar' => 'root ::= "yes" | "no"'])->text(),
         'bad-file' => Model::load('/dev/zero'),
         'bad-gguf' => Model::load(__FILE__),

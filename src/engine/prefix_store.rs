@@ -1,0 +1,1067 @@
+//! The prompt prefixes shared by the processes of one machine: PHP-FPM
+//! workers, CLI workers and `php -S` with the same model reuse each other's
+//! evaluated prefixes through files in one directory
+//! (`infer.prompt_cache_dir`, best on a tmpfs such as `/dev/shm/…`).
+//!
+//! An entry is one saved sequence state and the tokens it holds. Its name
+//! carries the key of what the numbers depend on (see [`identity`]), a hash
+//! of its first [`HEAD_TOKENS`] tokens, its length and a hash of all its
+//! tokens, so that a lookup lists the directory and opens only the entries
+//! that can share a prefix with the prompt. The file repeats the key and
+//! the tokens in a header and ends in a CRC-32 of everything it holds; an
+//! entry that is truncated, damaged, written for another key or not ours is
+//! never restored (and removed when this user owns it).
+//!
+//! Entries are written to a temporary file created with mode 0600 and
+//! renamed into place, so a reader sees a whole entry or none, and two
+//! writers of the same prefix each put a whole one there. The directory is
+//! bounded in bytes: after each write the least recently used entries go
+//! (a hit touches its entry's modification time).
+//!
+//! Nothing here writes to the user's output: a failure is counted in the
+//! statistics (`phpinfo()`) and the prefix is evaluated as if the store were
+//! empty.
+
+use std::ffi::CStr;
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, SystemTime};
+
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_sys_2 as sys;
+
+use super::persistent::FileId;
+
+/// Default bound of the directory: about 55 prefixes of 400 tokens of
+/// SmolLM2-135M (23 KiB per token), 100 of a 0.5B model (12 KiB per token).
+pub const DEFAULT_LIMIT_BYTES: u64 = 512 << 20;
+
+/// Default least number of tokens a prompt must add to what the store holds
+/// for its state to be written: every write costs tens of KiB per token of
+/// the directory's memory, and a prefix below this evaluates in a few
+/// decode steps.
+pub const DEFAULT_MIN_TOKENS: usize = 64;
+
+/// Tokens hashed into an entry's name to find the entries a prompt may
+/// share a prefix with. Prompts shorter than this are never stored.
+pub const HEAD_TOKENS: usize = 16;
+
+const MAGIC: &[u8; 8] = b"INFERKV\0";
+/// The layout of an entry; any change of it changes every key.
+const VERSION: u32 = 1;
+/// Magic, version, streams, key, token count, state length, CRC-32.
+const HEADER: usize = 44;
+const SUFFIX: &str = ".kv";
+const TMP_PREFIX: &str = ".tmp-";
+/// A temporary file this old was left by a process that died mid-write.
+const STALE_TMP: Duration = Duration::from_secs(600);
+/// Entries whose tokens are read at most per lookup (the most a prompt's
+/// first tokens can be shared by before a lookup costs more than it saves).
+const MAX_READ_PER_LOOKUP: usize = 32;
+
+/// A state's bytes read back from an entry this module verified (header,
+/// checksum, key): only this module can make one, so file contents become a
+/// `SavedState` only through it.
+pub struct StoredState(Box<[u8]>);
+
+impl StoredState {
+    pub fn into_bytes(self) -> Box<[u8]> {
+        self.0
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for StoredState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StoredState({} bytes)", self.0.len())
+    }
+}
+
+/// Length of the longest common prefix of `a` and `b`.
+pub fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The store's figures, for `phpinfo()`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// The directory (`None`: the store is off).
+    pub dir: Option<PathBuf>,
+    /// Why the store is not used although a directory is set.
+    pub problem: Option<String>,
+    pub limit_bytes: u64,
+    /// What this user's entries take now, and how many there are.
+    pub bytes: u64,
+    pub entries: usize,
+    /// Prompts of this process that started from an entry.
+    pub hits: u64,
+    /// Lookups of this process that found no entry worth loading.
+    pub misses: u64,
+    pub writes: u64,
+    /// Writes that failed (a full or read-only directory, …).
+    pub failed_writes: u64,
+    /// Entries found damaged, written for another key, or not this user's.
+    pub rejected: u64,
+    pub evictions: u64,
+}
+
+/// What a prompt's lookup found.
+#[derive(Debug)]
+pub struct Lookup {
+    /// An entry sharing at least the tokens asked for with the prompt,
+    /// loaded and verified.
+    pub found: Option<Found>,
+    /// The longest prefix of the prompt the store holds (as far as its
+    /// entries' names and tokens tell), to decide whether to write it.
+    pub covered: usize,
+}
+
+#[derive(Debug)]
+pub struct Found {
+    /// Tokens the entry and the prompt share.
+    pub common: usize,
+    /// The tokens the entry holds.
+    pub tokens: Vec<LlamaToken>,
+    pub state: StoredState,
+}
+
+/// What a model's states depend on besides their tokens, the build and the
+/// machine: the file (by identity: a file replaced or touched is another)
+/// and the load options that change the numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelIdentity {
+    pub file: FileId,
+    pub n_gpu_layers: u32,
+    pub main_gpu: Option<u32>,
+    pub n_vocab: i32,
+    pub n_layer: u32,
+    pub n_embd: i32,
+}
+
+#[derive(Debug)]
+struct Store {
+    dir: Option<Dir>,
+    problem: Option<String>,
+    limit: u64,
+    stats: Stats,
+}
+
+static STORE: Mutex<Store> = Mutex::new(Store {
+    dir: None,
+    problem: None,
+    limit: DEFAULT_LIMIT_BYTES,
+    stats: Stats {
+        dir: None,
+        problem: None,
+        limit_bytes: DEFAULT_LIMIT_BYTES,
+        bytes: 0,
+        entries: 0,
+        hits: 0,
+        misses: 0,
+        writes: 0,
+        failed_writes: 0,
+        rejected: 0,
+        evictions: 0,
+    },
+});
+
+fn store() -> MutexGuard<'static, Store> {
+    // Every update under the lock is a few plain assignments.
+    STORE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Use the directory `dir` (empty: the store is off), bounded to
+/// `limit_bytes`, for prompts that add at least `min_tokens` to what it
+/// holds. Nothing is touched until the first lookup.
+pub fn configure(dir: &str, limit_bytes: u64, min_tokens: usize) {
+    let mut s = store();
+    let dir = (!dir.is_empty() && limit_bytes > 0).then(|| Dir {
+        path: PathBuf::from(dir),
+        limit: limit_bytes,
+        min_tokens: min_tokens.max(HEAD_TOKENS),
+    });
+    if dir.as_ref().map(|d| &d.path) != s.dir.as_ref().map(|d| &d.path) {
+        s.problem = None;
+    }
+    s.dir = dir;
+    s.limit = limit_bytes;
+}
+
+/// The key of a model's states in contexts of `streams` KV streams;
+/// `None` when the build cannot be identified (the store is then unused).
+pub fn key(model: &ModelIdentity, streams: u32) -> Option<u64> {
+    let mut h = Fnv::new();
+    h.bytes(MAGIC);
+    h.u64(u64::from(VERSION));
+    h.bytes(build_identity()?);
+    let f = &model.file;
+    for v in [f.dev, f.ino, f.size] {
+        h.u64(v);
+    }
+    for v in [f.mtime_sec, f.mtime_nsec, i64::from(model.n_vocab)] {
+        h.u64(v as u64);
+    }
+    h.u64(u64::from(model.n_gpu_layers));
+    h.u64(model.main_gpu.map_or(u64::MAX, u64::from));
+    h.u64(u64::from(model.n_layer));
+    h.u64(model.n_embd as u64);
+    h.u64(u64::from(streams));
+    Some(h.0)
+}
+
+/// The extension's version, the identity of the file its code was loaded
+/// from (any other build is another file) and llama.cpp's description of
+/// the CPU features its kernels use. `None` when the file cannot be found.
+fn build_identity() -> Option<&'static [u8]> {
+    static ID: OnceLock<Option<Vec<u8>>> = OnceLock::new();
+    ID.get_or_init(|| {
+        let file = own_file()?;
+        let mut id = format!("{} {file:?} ", env!("CARGO_PKG_VERSION")).into_bytes();
+        // SAFETY: llama.cpp returns a pointer to a static string.
+        let info = unsafe { sys::llama_print_system_info() };
+        if !info.is_null() {
+            // SAFETY: checked not null; NUL-terminated by llama.cpp.
+            id.extend_from_slice(unsafe { CStr::from_ptr(info) }.to_bytes());
+        }
+        Some(id)
+    })
+    .as_deref()
+}
+
+/// The identity of the file this code was loaded from (the extension's
+/// shared object): the mapping that holds this function, as the kernel
+/// lists it (PHP may have loaded the extension by a relative path), and
+/// only while that path still names the file mapped.
+fn own_file() -> Option<FileId> {
+    let addr = own_file as fn() -> Option<FileId> as usize;
+    let maps = fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|line| {
+        // start-end perms offset dev inode path
+        let mut fields = line.split_whitespace();
+        let (start, end) = fields.next()?.split_once('-')?;
+        let (start, end) = (
+            usize::from_str_radix(start, 16).ok()?,
+            usize::from_str_radix(end, 16).ok()?,
+        );
+        if !(start..end).contains(&addr) {
+            return None;
+        }
+        let inode: u64 = fields.nth(3)?.parse().ok()?;
+        let path = Path::new(fields.next()?);
+        let file = FileId::of(path).ok()?;
+        (path.is_absolute() && file.ino == inode).then_some(file)
+    })
+}
+
+/// Find the entry of `key` sharing the longest prefix with `prompt`, among
+/// those of at most `max_len` tokens, and load it when it shares at least
+/// `need` tokens. `None` when the store is off or its directory is not
+/// usable.
+pub fn find(key: u64, prompt: &[LlamaToken], max_len: usize, need: usize) -> Option<Lookup> {
+    let dir = usable_dir()?;
+    let (lookup, counts) = dir.find(key, prompt, max_len, need);
+    store().stats.add(&counts);
+    Some(lookup)
+}
+
+/// Whether a prompt of `len` tokens, `covered` of which the store holds
+/// already, is worth writing.
+pub fn wants(len: usize, covered: usize) -> bool {
+    store().dir.as_ref().is_some_and(|d| d.wants(len, covered))
+}
+
+/// Write `state`, the saved state of `tokens`, under `key`, when the store
+/// is on and they add at least its minimum to the `covered` tokens it holds
+/// already; then bring the directory back within its bound.
+pub fn write(key: u64, streams: u32, tokens: &[LlamaToken], covered: usize, state: &[u8]) {
+    let Some(dir) = usable_dir() else {
+        return;
+    };
+    let counts = dir.write(key, streams, tokens, covered, state);
+    store().stats.add(&counts);
+}
+
+/// The store's figures; the bytes and entries are counted in the directory
+/// now.
+pub fn stats() -> Stats {
+    let (dir, mut stats) = {
+        let s = store();
+        let mut stats = s.stats.clone();
+        stats.problem = s.problem.clone();
+        stats.limit_bytes = s.limit;
+        (s.dir.clone(), stats)
+    };
+    stats.dir = dir.as_ref().map(|d| d.path.clone());
+    if let Some(dir) = dir.filter(|_| stats.problem.is_none()) {
+        for (_, size, _) in our_entries(&dir.path) {
+            stats.bytes += size;
+            stats.entries += 1;
+        }
+    }
+    stats
+}
+
+/// The directory, when the store is on and the directory is usable
+/// (created with mode 0700 when missing). A directory that is not this
+/// user's or that others can write to is not used: its entries could be
+/// anyone's. Why not is kept for `phpinfo()`.
+fn usable_dir() -> Option<Dir> {
+    let dir = store().dir.clone()?;
+    let verdict = if build_identity().is_none() {
+        Err("the extension's own file cannot be identified".to_owned())
+    } else {
+        check_dir(&dir.path)
+    };
+    let ok = verdict.is_ok();
+    store().problem = verdict.err();
+    ok.then_some(dir)
+}
+
+impl Stats {
+    fn add(&mut self, c: &Counts) {
+        self.hits += c.hits;
+        self.misses += c.misses;
+        self.writes += c.writes;
+        self.failed_writes += c.failed_writes;
+        self.rejected += c.rejected;
+        self.evictions += c.evictions;
+    }
+}
+
+/// What one lookup or write did, for the statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Counts {
+    hits: u64,
+    misses: u64,
+    writes: u64,
+    failed_writes: u64,
+    rejected: u64,
+    evictions: u64,
+}
+
+/// A store's directory and its settings.
+#[derive(Debug, Clone)]
+struct Dir {
+    path: PathBuf,
+    limit: u64,
+    min_tokens: usize,
+}
+
+impl Dir {
+    fn wants(&self, len: usize, covered: usize) -> bool {
+        len >= self.min_tokens && len - covered.min(len) >= self.min_tokens
+    }
+
+    fn find(
+        &self,
+        key: u64,
+        prompt: &[LlamaToken],
+        max_len: usize,
+        need: usize,
+    ) -> (Lookup, Counts) {
+        let mut counts = Counts::default();
+        let mut lookup = Lookup {
+            found: None,
+            covered: 0,
+        };
+        if prompt.len() < HEAD_TOKENS {
+            return (lookup, counts);
+        }
+        let head = hash_tokens(&prompt[..HEAD_TOKENS]);
+        // Every entry that may share a prefix with the prompt, and how much.
+        let mut shared = Vec::new();
+        let mut reads = 0;
+        for (path, name) in list(&self.path) {
+            if name.key != key || name.head != head {
+                continue;
+            }
+            // A prefix of the prompt by its hash (checked again on load),
+            // else read the entry's tokens.
+            let common =
+                if name.len <= prompt.len() && hash_tokens(&prompt[..name.len]) == name.full {
+                    name.len
+                } else if reads < MAX_READ_PER_LOOKUP {
+                    reads += 1;
+                    match read_tokens(&path, &name, self.limit) {
+                        Ok(tokens) => common_prefix(&tokens, prompt),
+                        Err(reject) => {
+                            counts.rejected += reject.dispose(&path);
+                            continue;
+                        }
+                    }
+                } else {
+                    continue;
+                };
+            shared.push((common, path, name));
+        }
+        // The best first; those that fail to load no longer count.
+        shared.sort_by_key(|c| std::cmp::Reverse(c.0));
+        let mut usable = Vec::with_capacity(shared.len());
+        for (common, path, name) in shared {
+            if lookup.found.is_none() && name.len <= max_len && common >= need {
+                match load(&path, &name, self.limit, &prompt[..common]) {
+                    Ok((tokens, state)) => {
+                        lookup.found = Some(Found {
+                            common,
+                            tokens,
+                            state,
+                        });
+                    }
+                    Err(reject) => {
+                        counts.rejected += reject.dispose(&path);
+                        continue;
+                    }
+                }
+            }
+            usable.push(common);
+        }
+        lookup.covered = usable.into_iter().max().unwrap_or(0);
+        if lookup.found.is_some() {
+            counts.hits += 1;
+        } else {
+            counts.misses += 1;
+        }
+        (lookup, counts)
+    }
+
+    fn write(
+        &self,
+        key: u64,
+        streams: u32,
+        tokens: &[LlamaToken],
+        covered: usize,
+        state: &[u8],
+    ) -> Counts {
+        let mut counts = Counts::default();
+        let size = HEADER + 4 * tokens.len() + state.len();
+        if !self.wants(tokens.len(), covered) || size as u64 > self.limit {
+            return counts;
+        }
+        let name = EntryName {
+            key,
+            head: hash_tokens(&tokens[..HEAD_TOKENS]),
+            len: tokens.len(),
+            full: hash_tokens(tokens),
+        };
+        let token_bytes: Vec<u8> = tokens.iter().flat_map(|t| t.0.to_le_bytes()).collect();
+        let mut header = [0u8; HEADER];
+        header[..8].copy_from_slice(MAGIC);
+        header[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        header[12..16].copy_from_slice(&streams.to_le_bytes());
+        header[16..24].copy_from_slice(&key.to_le_bytes());
+        header[24..32].copy_from_slice(&(tokens.len() as u64).to_le_bytes());
+        header[32..40].copy_from_slice(&(state.len() as u64).to_le_bytes());
+        let crc = checksum(&header[..40], &token_bytes, state);
+        header[40..44].copy_from_slice(&crc.to_le_bytes());
+        let tmp = self.path.join(temporary_name());
+        let written = write_new(&tmp, &[&header, &token_bytes, state])
+            .and_then(|()| fs::rename(&tmp, self.path.join(name.to_string())));
+        if written.is_err() {
+            // Whatever part of it exists is of no use to anyone.
+            let _removed = fs::remove_file(&tmp).is_ok();
+            counts.failed_writes += 1;
+            return counts;
+        }
+        counts.writes += 1;
+        counts.evictions = evict(&self.path, self.limit);
+        counts
+    }
+}
+
+fn check_dir(dir: &Path) -> Result<(), String> {
+    if !dir.is_absolute() {
+        return Err("not an absolute path".to_owned());
+    }
+    let meta = match fs::metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| format!("cannot be created: {e}"))?;
+            fs::metadata(dir).map_err(|e| e.to_string())?
+        }
+        other => other.map_err(|e| e.to_string())?,
+    };
+    if !meta.is_dir() {
+        return Err("not a directory".to_owned());
+    }
+    let me = euid();
+    if meta.uid() != me {
+        return Err(format!(
+            "owned by user {}, not by this process's user {me}",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "other users can write to it (mode {:o})",
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// What an entry's name says: `{key}-{head}-{len}-{full}.kv`, hashes in
+/// hexadecimal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EntryName {
+    key: u64,
+    head: u64,
+    len: usize,
+    full: u64,
+}
+
+impl std::fmt::Display for EntryName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:016x}-{:016x}-{}-{:016x}{SUFFIX}",
+            self.key, self.head, self.len, self.full
+        )
+    }
+}
+
+impl EntryName {
+    fn parse(name: &str) -> Option<Self> {
+        let mut parts = name.strip_suffix(SUFFIX)?.split('-');
+        let hex = |s: &str| (s.len() == 16).then(|| u64::from_str_radix(s, 16).ok())?;
+        let parsed = Self {
+            key: hex(parts.next()?)?,
+            head: hex(parts.next()?)?,
+            len: parts.next()?.parse().ok()?,
+            full: hex(parts.next()?)?,
+        };
+        (parts.next().is_none() && parsed.len >= HEAD_TOKENS).then_some(parsed)
+    }
+}
+
+/// The entries of `dir` by name (whatever they are: opening checks).
+fn list(dir: &Path) -> Vec<(PathBuf, EntryName)> {
+    let Ok(read) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    read.flatten()
+        .filter_map(|e| {
+            let name = EntryName::parse(e.file_name().to_str()?)?;
+            Some((e.path(), name))
+        })
+        .collect()
+}
+
+/// This user's regular entry files: path, size and modification time.
+fn our_entries(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
+    let me = euid();
+    list(dir)
+        .into_iter()
+        .filter_map(|(path, _)| {
+            let meta = fs::symlink_metadata(&path).ok()?;
+            (meta.is_file() && meta.uid() == me).then(|| {
+                let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                (path, meta.len(), modified)
+            })
+        })
+        .collect()
+}
+
+/// Why an entry is not used.
+#[derive(Debug, PartialEq, Eq)]
+enum Reject {
+    /// Not a regular file of this user's: left alone.
+    NotOurs,
+    /// This user's, and not a whole entry of the key its name says.
+    Damaged,
+}
+
+impl Reject {
+    /// Remove a damaged entry; returns 1 (one entry rejected).
+    fn dispose(self, path: &Path) -> u64 {
+        if self == Reject::Damaged {
+            let _removed = fs::remove_file(path).is_ok();
+        }
+        1
+    }
+}
+
+impl From<io::Error> for Reject {
+    fn from(_: io::Error) -> Self {
+        Reject::Damaged
+    }
+}
+
+/// Open an entry for reading and check that it is a regular file of this
+/// user's, readable by no one else, of the size its name allows; returns
+/// it with its header's token count and state length.
+fn open_entry(path: &Path, name: &EntryName, limit: u64) -> Result<(File, [u8; HEADER]), Reject> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|_| Reject::NotOurs)?;
+    let meta = file.metadata().map_err(|_| Reject::NotOurs)?;
+    if !meta.is_file() || meta.uid() != euid() || meta.mode() & 0o077 != 0 {
+        return Err(Reject::NotOurs);
+    }
+    let mut header = [0u8; HEADER];
+    file.read_exact(&mut header)?;
+    let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap_or_default());
+    let n_tokens = word(24);
+    let state_len = word(32);
+    let expected = (HEADER as u64)
+        .checked_add(n_tokens.checked_mul(4).ok_or(Reject::Damaged)?)
+        .and_then(|n| n.checked_add(state_len));
+    let valid = &header[..8] == MAGIC
+        && header[8..12] == VERSION.to_le_bytes()
+        && word(16) == name.key
+        && n_tokens == name.len as u64
+        && state_len > 0
+        && expected == Some(meta.len())
+        && meta.len() <= limit;
+    if !valid {
+        return Err(Reject::Damaged);
+    }
+    Ok((file, header))
+}
+
+fn read_token_bytes(file: &mut File, n: usize) -> Result<(Vec<LlamaToken>, Vec<u8>), Reject> {
+    let mut bytes = vec![0u8; 4 * n];
+    file.read_exact(&mut bytes)?;
+    let tokens = bytes
+        .chunks_exact(4)
+        .map(|c| LlamaToken(i32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect();
+    Ok((tokens, bytes))
+}
+
+/// The tokens an entry holds (its header checked, not its checksum).
+fn read_tokens(path: &Path, name: &EntryName, limit: u64) -> Result<Vec<LlamaToken>, Reject> {
+    let (mut file, _) = open_entry(path, name, limit)?;
+    Ok(read_token_bytes(&mut file, name.len)?.0)
+}
+
+/// Read a whole entry and verify it: header, checksum, tokens matching its
+/// name and starting with `prefix`. A hit marks it used.
+fn load(
+    path: &Path,
+    name: &EntryName,
+    limit: u64,
+    prefix: &[LlamaToken],
+) -> Result<(Vec<LlamaToken>, StoredState), Reject> {
+    let (mut file, header) = open_entry(path, name, limit)?;
+    let (tokens, token_bytes) = read_token_bytes(&mut file, name.len)?;
+    let state_len = u64::from_le_bytes(header[32..40].try_into().unwrap_or_default());
+    let mut state = vec![0u8; usize::try_from(state_len).map_err(|_| Reject::Damaged)?];
+    file.read_exact(&mut state)?;
+    let crc = u32::from_le_bytes(header[40..44].try_into().unwrap_or_default());
+    let valid = checksum(&header[..40], &token_bytes, &state) == crc
+        && hash_tokens(&tokens) == name.full
+        && hash_tokens(&tokens[..HEAD_TOKENS]) == name.head
+        && tokens.starts_with(prefix);
+    if !valid {
+        return Err(Reject::Damaged);
+    }
+    // Most recently used last out. A file that cannot be touched is still
+    // a valid entry.
+    let _touched = file.set_modified(SystemTime::now()).is_ok();
+    Ok((tokens, StoredState(state.into_boxed_slice())))
+}
+
+fn checksum(header: &[u8], tokens: &[u8], state: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(header);
+    h.update(tokens);
+    h.update(state);
+    h.finalize()
+}
+
+/// A name no other writer uses: the process, the time and a counter.
+fn temporary_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{TMP_PREFIX}{}-{nanos}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Create `path` (which must not exist) with mode 0600 and write `parts`.
+fn write_new(path: &Path, parts: &[&[u8]]) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    // The umask may only have narrowed the mode; make it exact.
+    file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    for part in parts {
+        file.write_all(part)?;
+    }
+    Ok(())
+}
+
+/// Remove this user's least recently used entries until the directory is
+/// within `limit`, and temporary files left by dead writers; returns the
+/// entries removed.
+fn evict(dir: &Path, limit: u64) -> u64 {
+    remove_stale_temporaries(dir);
+    let mut entries = our_entries(dir);
+    let mut total: u64 = entries.iter().map(|e| e.1).sum();
+    entries.sort_by_key(|e| e.2);
+    let mut evicted = 0;
+    for (path, size, _) in entries {
+        if total <= limit {
+            break;
+        }
+        if fs::remove_file(&path).is_ok() {
+            evicted += 1;
+        }
+        // Gone either way (another process may have removed it first).
+        total -= size;
+    }
+    evicted
+}
+
+fn remove_stale_temporaries(dir: &Path) {
+    let Ok(read) = fs::read_dir(dir) else {
+        return;
+    };
+    let me = euid();
+    let now = SystemTime::now();
+    for e in read.flatten() {
+        if !e.file_name().as_bytes().starts_with(TMP_PREFIX.as_bytes()) {
+            continue;
+        }
+        let Ok(meta) = fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        let stale = meta
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age > STALE_TMP);
+        if meta.is_file() && meta.uid() == me && stale {
+            let _removed = fs::remove_file(e.path()).is_ok();
+        }
+    }
+}
+
+/// FNV-1a, 64 bits: stable across builds and processes (std's hashers are
+/// not), and enough to tell entries apart by name; the contents are
+/// verified on load.
+struct Fnv(u64);
+
+impl Fnv {
+    fn new() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes());
+    }
+}
+
+fn hash_tokens(tokens: &[LlamaToken]) -> u64 {
+    let mut h = Fnv::new();
+    for t in tokens {
+        h.bytes(&t.0.to_le_bytes());
+    }
+    h.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: u64 = 0x1234;
+
+    /// A fresh directory under the system's temporary one.
+    fn scratch(name: &str) -> Dir {
+        let path = std::env::temp_dir().join(format!("infer-store-{}-{name}", std::process::id()));
+        let _gone = fs::remove_dir_all(&path).is_ok();
+        let dir = Dir {
+            path,
+            limit: 1 << 20,
+            min_tokens: 32,
+        };
+        assert_eq!(check_dir(&dir.path), Ok(()));
+        dir
+    }
+
+    /// 100 tokens of system prompt `sys`, then 20 of question `q`.
+    fn prompt(sys: i32, q: i32) -> Vec<LlamaToken> {
+        let mut t: Vec<LlamaToken> = (sys * 1000..sys * 1000 + 100).map(LlamaToken).collect();
+        t.extend((q * 100_000..q * 100_000 + 20).map(LlamaToken));
+        t
+    }
+
+    fn only_entry(dir: &Dir) -> PathBuf {
+        let entries = our_entries(&dir.path);
+        assert_eq!(entries.len(), 1, "{entries:?}");
+        entries[0].0.clone()
+    }
+
+    #[test]
+    fn an_entry_is_found_by_the_prompts_that_share_its_prefix() {
+        let dir = scratch("found");
+        let counts = dir.write(KEY, 1, &prompt(1, 1), 0, &[0u8; 1000]);
+        assert_eq!(counts.writes, 1);
+        // The same prompt: all of it; another question: the system prompt.
+        let (same, _) = dir.find(KEY, &prompt(1, 1), 4096, 16);
+        let same = same.found.expect("a hit");
+        assert_eq!((same.common, &same.tokens[..]), (120, &prompt(1, 1)[..]));
+        assert_eq!(same.state.len(), 1000);
+        let (other, counts) = dir.find(KEY, &prompt(1, 2), 4096, 16);
+        assert_eq!(
+            (other.found.map(|f| f.common), other.covered),
+            (Some(100), 100)
+        );
+        assert_eq!((counts.hits, counts.misses), (1, 0));
+        // Not for another key, another system prompt, a context too short
+        // for it, or a caller that holds as much already.
+        assert!(dir.find(KEY + 1, &prompt(1, 1), 4096, 16).0.found.is_none());
+        assert!(dir.find(KEY, &prompt(2, 1), 4096, 16).0.found.is_none());
+        assert!(dir.find(KEY, &prompt(1, 1), 119, 16).0.found.is_none());
+        let (held, counts) = dir.find(KEY, &prompt(1, 2), 4096, 106);
+        assert!(held.found.is_none());
+        assert_eq!((held.covered, counts.misses), (100, 1));
+    }
+
+    #[test]
+    fn files_are_this_users_alone() {
+        let dir = scratch("modes");
+        let sub = dir.path.join("a/b");
+        assert_eq!(check_dir(&sub), Ok(()));
+        let mode = fs::metadata(&sub).map(|m| m.mode() & 0o777).ok();
+        assert_eq!(mode, Some(0o700));
+        dir.write(KEY, 1, &prompt(1, 1), 0, &[0u8; 1000]);
+        let mode = fs::metadata(only_entry(&dir))
+            .map(|m| m.mode() & 0o777)
+            .ok();
+        assert_eq!(mode, Some(0o600));
+        // A directory others can write to is not used.
+        fs::set_permissions(&sub, fs::Permissions::from_mode(0o777)).ok();
+        let refused = check_dir(&sub).err().unwrap_or_default();
+        assert!(refused.contains("other users can write to it"), "{refused}");
+        assert_eq!(
+            check_dir(Path::new("relative")),
+            Err("not an absolute path".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_prompt_is_written_only_when_it_adds_enough() {
+        let dir = scratch("wants");
+        assert!(dir.wants(120, 0));
+        assert!(!dir.wants(120, 100), "20 new tokens");
+        assert!(!dir.wants(31, 0), "below the minimum");
+        assert_eq!(dir.write(KEY, 1, &prompt(1, 2), 100, &[0u8; 10]).writes, 0);
+        // Larger than the whole directory.
+        let huge = vec![0u8; 2 << 20];
+        assert_eq!(dir.write(KEY, 1, &prompt(1, 1), 0, &huge).writes, 0);
+        assert!(our_entries(&dir.path).is_empty());
+    }
+
+    /// Every way an entry can be damaged: it is not loaded, counted as
+    /// rejected and removed, and the prompt is a miss.
+    #[test]
+    fn a_damaged_entry_is_never_loaded_and_is_removed() {
+        type Damage = fn(&Path);
+        let damages: [(&str, Damage); 5] = [
+            ("truncated", |p| {
+                let len = fs::metadata(p).map_or(0, |m| m.len());
+                OpenOptions::new()
+                    .write(true)
+                    .open(p)
+                    .and_then(|f| f.set_len(len - 7))
+                    .ok();
+            }),
+            ("bit flipped in the state", |p| flip(p, -3)),
+            ("bit flipped in the tokens", |p| flip(p, HEADER as i64 + 5)),
+            ("bit flipped in the header", |p| flip(p, 20)),
+            ("readable by others", |p| {
+                fs::set_permissions(p, fs::Permissions::from_mode(0o644)).ok();
+            }),
+        ];
+        for (what, damage) in damages {
+            let dir = scratch("damaged");
+            dir.write(KEY, 1, &prompt(1, 1), 0, &[0u8; 1000]);
+            let path = only_entry(&dir);
+            damage(&path);
+            let (lookup, counts) = dir.find(KEY, &prompt(1, 1), 4096, 16);
+            assert!(lookup.found.is_none(), "{what}");
+            assert_eq!((counts.rejected, counts.misses), (1, 1), "{what}");
+            // Removed when it was a damaged entry of ours; one others can
+            // read is left alone but never used.
+            let left = path.exists();
+            assert_eq!(left, what == "readable by others", "{what}");
+        }
+    }
+
+    /// Flip one bit of `path` at `at` (from the end when negative).
+    fn flip(path: &Path, at: i64) {
+        let mut bytes = fs::read(path).unwrap_or_default();
+        let at = if at < 0 {
+            bytes.len() - at.unsigned_abs() as usize
+        } else {
+            at as usize
+        };
+        bytes[at] ^= 0x10;
+        fs::write(path, bytes).ok();
+    }
+
+    #[test]
+    fn an_entry_of_another_key_under_this_keys_name_is_rejected() {
+        let dir = scratch("foreign");
+        dir.write(KEY + 1, 1, &prompt(1, 1), 0, &[0u8; 1000]);
+        let theirs = only_entry(&dir);
+        let name = theirs
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let ours = name.replacen(&format!("{:016x}", KEY + 1), &format!("{KEY:016x}"), 1);
+        fs::rename(&theirs, dir.path.join(&ours)).ok();
+        let (lookup, counts) = dir.find(KEY, &prompt(1, 1), 4096, 16);
+        assert!(lookup.found.is_none());
+        assert_eq!(counts.rejected, 1);
+        assert!(!dir.path.join(&ours).exists());
+    }
+
+    #[test]
+    fn a_directory_under_an_entrys_name_is_ignored() {
+        let dir = scratch("dir");
+        let name = EntryName {
+            key: KEY,
+            head: hash_tokens(&prompt(1, 1)[..HEAD_TOKENS]),
+            len: 120,
+            full: hash_tokens(&prompt(1, 1)),
+        };
+        let squatter = dir.path.join(name.to_string());
+        fs::create_dir(&squatter).ok();
+        let (lookup, counts) = dir.find(KEY, &prompt(1, 1), 4096, 16);
+        assert!(lookup.found.is_none());
+        assert_eq!((counts.rejected, counts.misses), (1, 1));
+        // A write to that name fails cleanly, leaving no temporary file.
+        let counts = dir.write(KEY, 1, &prompt(1, 1), 0, &[0u8; 1000]);
+        assert_eq!((counts.writes, counts.failed_writes), (0, 1));
+        assert!(squatter.is_dir());
+        let left: Vec<_> = fs::read_dir(&dir.path).map_or(Vec::new(), |r| r.flatten().collect());
+        assert_eq!(left.len(), 1, "{left:?}");
+    }
+
+    /// A bound of two entries: the third write removes the least recently
+    /// used, a hit counting as a use.
+    #[test]
+    fn the_least_recently_used_entries_go_past_the_bound() {
+        let mut dir = scratch("bound");
+        let state = 100_000;
+        dir.limit = (2 * (HEADER + 4 * 120 + state) + 1000) as u64;
+        dir.write(KEY, 1, &prompt(1, 1), 0, &vec![0u8; state]);
+        std::thread::sleep(Duration::from_millis(20));
+        dir.write(KEY, 1, &prompt(2, 1), 0, &vec![0u8; state]);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(dir.find(KEY, &prompt(1, 1), 4096, 16).0.found.is_some());
+        std::thread::sleep(Duration::from_millis(20));
+        let counts = dir.write(KEY, 1, &prompt(3, 1), 0, &vec![0u8; state]);
+        assert_eq!((counts.writes, counts.evictions), (1, 1));
+        let found = |sys| dir.find(KEY, &prompt(sys, 1), 4096, 16).0.found.is_some();
+        assert_eq!((found(1), found(2), found(3)), (true, false, true));
+    }
+
+    #[test]
+    fn names_are_read_back_as_written() {
+        let name = EntryName {
+            key: u64::MAX,
+            head: 0,
+            len: 4096,
+            full: 0xabc,
+        };
+        assert_eq!(EntryName::parse(&name.to_string()), Some(name));
+        for bad in [
+            "x.kv",
+            "1-2-3-4.kv",
+            &name.to_string().replace(".kv", ".tmp"),
+        ] {
+            assert_eq!(EntryName::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_part_of_a_models_identity_and_the_layout_change_the_key() {
+        let model = ModelIdentity {
+            file: FileId {
+                dev: 1,
+                ino: 2,
+                size: 3,
+                mtime_sec: 4,
+                mtime_nsec: 5,
+            },
+            n_gpu_layers: 0,
+            main_gpu: None,
+            n_vocab: 49152,
+            n_layer: 30,
+            n_embd: 576,
+        };
+        let base = key(&model, 1);
+        assert!(base.is_some());
+        assert_eq!(key(&model, 1), base, "stable");
+        assert_ne!(key(&model, 2), base, "KV streams");
+        let changes: [fn(&mut ModelIdentity); 10] = [
+            |m| m.file.dev += 1,
+            |m| m.file.ino += 1,
+            |m| m.file.size += 1,
+            |m| m.file.mtime_sec += 1,
+            |m| m.file.mtime_nsec += 1,
+            |m| m.n_gpu_layers = 1,
+            |m| m.main_gpu = Some(0),
+            |m| m.n_vocab += 1,
+            |m| m.n_layer += 1,
+            |m| m.n_embd += 1,
+        ];
+        for (i, change) in changes.iter().enumerate() {
+            let mut other = model;
+            change(&mut other);
+            assert_ne!(key(&other, 1), base, "change {i}");
+        }
+    }
+
+    #[test]
+    fn the_build_is_identified_by_its_own_file() {
+        let id = build_identity().map(<[u8]>::to_vec).unwrap_or_default();
+        let text = String::from_utf8_lossy(&id);
+        assert!(text.starts_with(env!("CARGO_PKG_VERSION")), "{text}");
+        let exe = std::env::current_exe()
+            .ok()
+            .and_then(|p| FileId::of(&p).ok());
+        assert_eq!(own_file(), exe);
+    }
+}

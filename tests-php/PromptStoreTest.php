@@ -1,0 +1,324 @@
+<?php
+
+declare(strict_types=1);
+
+namespace Displace\Infer\Tests;
+
+use Displace\Infer\Tests\Support\Fpm;
+
+use function Displace\Infer\Tests\Support\fcgi_read;
+use function Displace\Infer\Tests\Support\fcgi_send;
+
+require_once __DIR__ . '/support/Fpm.php';
+require_once __DIR__ . '/support/prompt-cache-prompts.php';
+
+/**
+ * The prompt store shared by the processes of a machine
+ * (`infer.prompt_cache_dir`): a process starts from the prefixes another
+ * stored, for the same model file, build and KV layout only; a bad entry
+ * never changes an answer, never crashes and never writes to stderr.
+ */
+final class PromptStoreTest extends InferTestCase
+{
+    private string $store = '';
+
+    protected function setUp(): void
+    {
+        parent::setUp();
+        $this->store = sys_get_temp_dir() . '/infer-store-test-' . getmypid() . '-' . bin2hex(random_bytes(4));
+    }
+
+    protected function tearDown(): void
+    {
+        if (is_dir($this->store)) {
+            chmod($this->store, 0700);
+            exec('rm -rf ' . escapeshellarg($this->store));
+        }
+        parent::tearDown();
+    }
+
+    /** The command that runs one step process; $wrap goes before it (a shell, setpriv, …). */
+    private function command(array $job, array $wrap = []): array
+    {
+        $job += ['model' => self::modelPath()];
+        return [...$wrap, PHP_BINARY, '-d', 'extension=' . DefaultModel::extension(),
+            '-d', "infer.prompt_cache_dir={$this->store}", '-d', 'infer.prompt_cache_dir_min_tokens=32',
+            __DIR__ . '/support/prompt-store-steps.php', json_encode($job)];
+    }
+
+    /**
+     * Run one process; nothing may reach its stderr.
+     *
+     * @return array{0: list<array{text: string, cached: int, prompt: int, cache: string}>, 1: array<string, int|string>}
+     */
+    private function runSteps(array $job, array $wrap = []): array
+    {
+        return self::finish($this->start($job, $wrap));
+    }
+
+    /** @return array{resource, array} */
+    private function start(array $job, array $wrap = []): array
+    {
+        $proc = proc_open($this->command($job, $wrap), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        return [$proc, $pipes];
+    }
+
+    private static function finish(array $started): array
+    {
+        [$proc, $pipes] = $started;
+        $stdout = stream_get_contents($pipes[1]);
+        $stderr = stream_get_contents($pipes[2]);
+        $status = proc_close($proc);
+        self::assertSame('', $stderr, 'nothing on stderr');
+        self::assertSame(0, $status, $stdout);
+        $lines = array_map(fn ($l) => json_decode($l, true, flags: JSON_THROW_ON_ERROR), explode("\n", trim($stdout)));
+        $stats = array_pop($lines);
+        return [$lines, $stats];
+    }
+
+    /** Tokens of system prompt $n on its own. */
+    private static function systemTokens(int $n): int
+    {
+        return self::model()->countTokens(prompt_cache_system($n));
+    }
+
+    /** @return list<string> the store's entries */
+    private function entries(): array
+    {
+        return glob("{$this->store}/*.kv") ?: [];
+    }
+
+    private function onlyEntry(): string
+    {
+        $entries = $this->entries();
+        $this->assertCount(1, $entries);
+        return $entries[0];
+    }
+
+    public function testASecondProcessStartsFromWhatTheFirstStored(): void
+    {
+        [$first, $stats] = $this->runSteps(['calls' => [[1, 'How are you?'], [1, 'Where is it?']]]);
+        $this->assertSame(['none', 'memory'], array_column($first, 'cache'));
+        $this->assertSame([0, 1, 1], [$stats['hits'], $stats['misses'], $stats['writes']]);
+        $this->assertSame(0700, fileperms($this->store) & 0777);
+        $this->assertSame(0600, fileperms($this->onlyEntry()) & 0777);
+        $this->assertMatchesRegularExpression('/^' . preg_quote($this->store, '/') . ': 1 prefixes, [\d.]+ of 512 MiB$/', $stats['store']);
+
+        // Another process, the second question: the system prompt comes from
+        // the store, and the answer is the one the first process gave from
+        // its memory.
+        [$second, $stats] = $this->runSteps(['calls' => [[1, 'Where is it?']]]);
+        $this->assertSame('shared', $second[0]['cache']);
+        $this->assertGreaterThanOrEqual(self::systemTokens(1), $second[0]['cached']);
+        $this->assertSame($first[1]['cached'], $second[0]['cached']);
+        $this->assertSame($first[1]['text'], $second[0]['text']);
+        $this->assertSame([1, 0, 0], [$stats['hits'], $stats['misses'], $stats['writes']]);
+    }
+
+    public function testAnotherModelFileOrATouchedOneFindsNothing(): void
+    {
+        $copy = $this->tempFile((string) file_get_contents(self::modelPath()));
+        $this->runSteps(['calls' => [[2, 'How are you?']], 'model' => $copy]);
+        $this->assertCount(1, $this->entries());
+        // The same bytes in another file, then the same file touched.
+        [$other] = $this->runSteps(['calls' => [[2, 'Where is it?']]]);
+        touch($copy, time() + 5);
+        [$touched] = $this->runSteps(['calls' => [[2, 'Where is it?']], 'model' => $copy]);
+        foreach (['another file' => $other, 'a touched file' => $touched] as $what => [$call]) {
+            $this->assertSame('none', $call['cache'], $what);
+            $this->assertSame(0, $call['cached'], $what);
+        }
+    }
+
+    /**
+     * llama.cpp writes the number of KV streams into a state: chatMany()'s
+     * contexts (one stream per sequence) share with each other, not with a
+     * single chat()'s.
+     */
+    public function testAnotherKvLayoutFindsNothing(): void
+    {
+        $calls = [[3, 'How are you?'], [3, 'Where is it?']];
+        $this->runSteps(['calls' => $calls, 'parallel' => 2]);
+        [$single] = $this->runSteps(['calls' => [[3, 'How are you?']]]);
+        $this->assertSame('none', $single[0]['cache']);
+        [$many] = $this->runSteps(['calls' => $calls, 'parallel' => 2]);
+        // The first from the store, the second from what the first kept in memory.
+        $this->assertSame(['shared', 'memory'], array_column($many, 'cache'));
+        foreach ($many as $i => $call) {
+            $this->assertGreaterThanOrEqual(self::systemTokens(3), $call['cached'], "prompt $i");
+        }
+    }
+
+    /**
+     * Entries damaged in every way a file can be: each is rejected in a
+     * process of its own, which answers what it answers with no store
+     * (evaluating the prompt), and writes a whole entry in its place.
+     */
+    public function testDamagedEntriesAreRejectedAndReplaced(): void
+    {
+        $job = ['calls' => [[4, 'How are you?']]];
+        [[$reference]] = $this->runSteps($job);
+        $entry = $this->onlyEntry();
+        $pristine = (string) file_get_contents($entry);
+        $copy = $this->tempFile((string) file_get_contents(self::modelPath()));
+        $this->runSteps(['calls' => [[4, 'How are you?']], 'model' => $copy]);
+        $foreign = (string) file_get_contents(current(array_diff($this->entries(), [$entry])));
+        $damages = [
+            'truncated' => substr($pristine, 0, intdiv(strlen($pristine), 2)),
+            'empty' => '',
+            'a bit flipped in the keys and values' => substr_replace($pristine, chr(ord($pristine[-100]) ^ 4), -100, 1),
+            'a bit flipped in the tokens' => substr_replace($pristine, chr(ord($pristine[50]) ^ 1), 50, 1),
+            "another model's entry" => $foreign,
+        ];
+        foreach ($damages as $what => $bytes) {
+            array_map('unlink', $this->entries());
+            file_put_contents($entry, $bytes);
+            chmod($entry, 0600);
+            [[$call], $stats] = $this->runSteps($job);
+            $this->assertSame($reference, $call, $what);
+            $this->assertSame([0, 1, 1, 1], [$stats['hits'], $stats['misses'], $stats['rejected'], $stats['writes']], $what);
+            $this->assertSame(strlen($pristine), filesize($entry), "$what: replaced by a whole entry");
+        }
+    }
+
+    public function testADirectoryWhereAnEntryShouldBeIsLeftAlone(): void
+    {
+        $job = ['calls' => [[5, 'How are you?']]];
+        [[$reference]] = $this->runSteps($job);
+        $entry = $this->onlyEntry();
+        unlink($entry);
+        mkdir($entry);
+        [[$call], $stats] = $this->runSteps($job);
+        $this->assertSame($reference, $call);
+        $this->assertSame([1, 1, 0], [$stats['rejected'], $stats['failed_writes'], $stats['writes']]);
+        $this->assertDirectoryExists($entry);
+        $this->assertSame([basename($entry)], array_values(array_diff(scandir($this->store), ['.', '..'])), 'no temporary file left');
+    }
+
+    /**
+     * A directory the process cannot write to (root without
+     * CAP_DAC_OVERRIDE honours the mode) and one that is full (a file size
+     * limit, its signal ignored as a full disk gives ENOSPC): the write
+     * fails, the answer does not change, nothing is left behind.
+     */
+    public function testAReadOnlyOrFullDirectoryCostsOnlyTheWrite(): void
+    {
+        $job = ['calls' => [[6, 'How are you?']]];
+        mkdir($this->store, 0700);
+        [[$reference]] = $this->runSteps($job);
+        array_map('unlink', $this->entries());
+        $wraps = [
+            'read-only' => ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--inh-caps=-dac_override,-dac_read_search'],
+            'full' => ['bash', '-c', 'trap "" XFSZ; ulimit -f 1024; exec "$@"', 'bash'],
+        ];
+        foreach ($wraps as $what => $wrap) {
+            chmod($this->store, $what === 'read-only' ? 0500 : 0700);
+            [[$call], $stats] = $this->runSteps($job, $wrap);
+            $this->assertSame($reference, $call, $what);
+            $this->assertSame([0, 1, 0], [$stats['writes'], $stats['failed_writes'], $stats['rejected']], $what);
+            $this->assertSame([], array_values(array_diff(scandir($this->store), ['.', '..'])), "$what: nothing left");
+        }
+    }
+
+    public function testTwoWritersRacingLeaveOneWholeEntry(): void
+    {
+        $job = ['calls' => [[7, 'How are you?']]];
+        $a = $this->start($job);
+        $b = $this->start($job);
+        [[$first]] = self::finish($a);
+        [[$second]] = self::finish($b);
+        $this->assertSame($first['text'], $second['text']);
+        $this->assertSame([basename($this->onlyEntry())], array_values(array_diff(scandir($this->store), ['.', '..'])));
+        [[$third], $stats] = $this->runSteps(['calls' => [[7, 'How are you?']]]);
+        $this->assertSame('shared', $third['cache']);
+        $this->assertSame($first['text'], $third['text']);
+        $this->assertSame(1, $stats['hits']);
+    }
+
+    /** A directory other users can write to could hold anyone's entries: it is not used, and phpinfo() says why. */
+    public function testADirectoryOthersCanWriteToIsNotUsed(): void
+    {
+        mkdir($this->store);
+        chmod($this->store, 0777);
+        [[$call], $stats] = $this->runSteps(['calls' => [[1, 'How are you?']]]);
+        $this->assertSame('none', $call['cache']);
+        $this->assertSame([0, 0, 0], [$stats['hits'], $stats['misses'], $stats['writes']]);
+        $this->assertSame("{$this->store} not used: other users can write to it (mode 777)", $stats['store']);
+        $this->assertSame([], $this->entries());
+    }
+
+    public function testTheExampleStartsFromTheStoreOnItsSecondRun(): void
+    {
+        $run = function (): string {
+            $cmd = [PHP_BINARY, '-d', 'extension=' . DefaultModel::extension(), '-d', "infer.prompt_cache_dir={$this->store}",
+                dirname(__DIR__) . '/examples/shared-prompts.php', self::modelPath()];
+            $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+            $out = stream_get_contents($pipes[1]);
+            $this->assertSame('', stream_get_contents($pipes[2]));
+            $this->assertSame(0, proc_close($proc), $out);
+            return $out;
+        };
+        $first = $run();
+        $second = $run();
+        $this->assertMatchesRegularExpression('/^invoices +0 of \d+ prompt tokens from none/m', $first);
+        $this->assertMatchesRegularExpression('/^invoices +\d{3} of \d+ prompt tokens from shared/m', $second);
+        $this->assertMatchesRegularExpression('/^tickets +\d{3} of \d+ prompt tokens from shared/m', $second);
+    }
+
+    public function testTheSettingsCannotBeChangedFromAScript(): void
+    {
+        foreach (['infer.prompt_cache_dir', 'infer.prompt_cache_dir_mb', 'infer.prompt_cache_dir_min_tokens'] as $name) {
+            $before = ini_get($name);
+            $this->assertFalse(ini_set($name, '/tmp'), $name);
+            $this->assertSame($before, ini_get($name), $name);
+        }
+    }
+
+    /**
+     * PHP-FPM, four workers that load the model at each request (so only
+     * the store can carry a prefix from one request to the next), eight
+     * system prompts: each is evaluated once on the machine, then every
+     * worker starts from it.
+     */
+    public function testFpmWorkersEvaluateEachPrefixOnce(): void
+    {
+        self::requireExtension('posix');
+        $fpm = new Fpm(4, self::modelPath(), ['infer.prompt_cache_dir' => $this->store, 'infer.prompt_cache_dir_min_tokens' => '32']);
+        try {
+            $script = __DIR__ . '/support/fpm-worker.php';
+            $ask = function (array $queries) use ($fpm, $script): array {
+                $sockets = array_map(fn ($q) => fcgi_send('127.0.0.1', $fpm->port, $script, $q + ['case' => 'system']), $queries);
+                return array_map(function ($socket) {
+                    [$body, $stderr] = fcgi_read($socket);
+                    $this->assertSame('', $stderr);
+                    $r = json_decode($body, true, flags: JSON_THROW_ON_ERROR);
+                    $this->assertArrayNotHasKey('error', $r);
+                    return $r;
+                }, $sockets);
+            };
+            $evaluated = 0;
+            foreach (range(0, 7) as $sys) {
+                [$r] = $ask([['sys' => $sys, 'q' => 'How are you?']]);
+                $this->assertSame('none', $r['result']['cache'], "first sight of prompt $sys");
+                $evaluated += $r['result']['prompt'] - $r['result']['cached'];
+            }
+            $firstSight = $evaluated;
+            $pids = [];
+            foreach (range(0, 7) as $sys) {
+                $four = array_map(fn ($i) => ['sys' => $sys, 'q' => "Question $i?"], range(1, 4));
+                foreach ($ask($four) as $r) {
+                    $pids[$r['pid']] = true;
+                    $this->assertSame('shared', $r['result']['cache'], "prompt $sys");
+                    $this->assertGreaterThanOrEqual(self::systemTokens($sys), $r['result']['cached'], "prompt $sys");
+                    $evaluated += $r['result']['prompt'] - $r['result']['cached'];
+                }
+            }
+            $this->assertCount(4, $pids, 'every worker answered');
+            // Besides the first sight of each prefix, only the questions' own tokens.
+            $this->assertLessThan(32 * 20, $evaluated - $firstSight);
+            $this->assertGreaterThan(8 * self::systemTokens(0), $firstSight);
+        } finally {
+            $fpm->stop();
+        }
+    }
+}
