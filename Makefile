@@ -41,7 +41,7 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
 
-.PHONY: demo test test-quick deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache
+.PHONY: demo test test-quick deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -99,7 +99,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -178,3 +178,9 @@ bench-remote: build model llama-server
 
 bench-prompt-cache: build model llama-server
 	$(PHP_WITH_EXT) bench/prompt_cache.php $(INFER_MODEL) $(INFER_LLAMA_SERVER)
+
+# The shared prompt store: a 1,500-token prefix loaded against evaluated, the
+# cost per token for SmolLM2 and Qwen2.5-Coder-0.5B, and PHP-FPM with 4
+# workers and 8 system prompts with and without it.
+bench-prompt-store: build model qwen-model
+	$(PHP_WITH_EXT) bench/prompt_store.php $(INFER_MODEL) $(INFER_QWEN_MODEL)

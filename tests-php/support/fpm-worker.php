@@ -10,7 +10,7 @@ header('Content-Type: application/json');
 $id = (string) ($_GET['id'] ?? '');
 $q = (string) ($_GET['q'] ?? 'Hello');
 $out = ['id' => $id, 'pid' => getmypid()];
-$model = static fn (): Model => Model::load((string) getenv('INFER_MODEL'), ['n_threads' => 1]);
+$model = static fn (): Model => Model::load((string) getenv('INFER_MODEL'), ['n_threads' => 1, 'persistent' => ($_GET['persistent'] ?? '') === '1']);
 try {
     $out['result'] = match ($_GET['case'] ?? '') {
         'chat' => $model()->chat(Prompt::user($q), maxTokens: 6)->text(),
