@@ -38,10 +38,10 @@ final class PromptStoreTest extends InferTestCase
     }
 
     /** The command that runs one step process; $wrap goes before it (a shell, setpriv, …). */
-    private function command(array $job, array $wrap = []): array
+    private function command(array $job, array $wrap = [], array $flags = []): array
     {
         $job += ['model' => self::modelPath()];
-        return [...$wrap, PHP_BINARY, '-d', 'extension=' . DefaultModel::extension(),
+        return [...$wrap, PHP_BINARY, ...$flags, '-d', 'extension=' . DefaultModel::extension(),
             '-d', "infer.prompt_cache_dir={$this->store}", '-d', 'infer.prompt_cache_dir_min_tokens=32',
             __DIR__ . '/support/prompt-store-steps.php', json_encode($job)];
     }
@@ -51,15 +51,15 @@ final class PromptStoreTest extends InferTestCase
      *
      * @return array{0: list<array{text: string, cached: int, prompt: int, cache: string}>, 1: array<string, int|string>}
      */
-    private function runSteps(array $job, array $wrap = []): array
+    private function runSteps(array $job, array $wrap = [], array $flags = []): array
     {
-        return self::finish($this->start($job, $wrap));
+        return self::finish($this->start($job, $wrap, $flags));
     }
 
     /** @return array{resource, array} */
-    private function start(array $job, array $wrap = []): array
+    private function start(array $job, array $wrap = [], array $flags = []): array
     {
-        $proc = proc_open($this->command($job, $wrap), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        $proc = proc_open($this->command($job, $wrap, $flags), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
         return [$proc, $pipes];
     }
 
@@ -208,7 +208,9 @@ final class PromptStoreTest extends InferTestCase
         [[$reference]] = $this->runSteps($job);
         array_map('unlink', $this->entries());
         $wraps = [
-            'read-only' => ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--inh-caps=-dac_override,-dac_read_search'],
+            'read-only' => posix_getuid() === 0
+                ? ['setpriv', '--bounding-set=-dac_override,-dac_read_search', '--inh-caps=-dac_override,-dac_read_search']
+                : [],
             'full' => ['bash', '-c', 'trap "" XFSZ; ulimit -f 1024; exec "$@"', 'bash'],
         ];
         foreach ($wraps as $what => $wrap) {
@@ -218,6 +220,19 @@ final class PromptStoreTest extends InferTestCase
             $this->assertSame([0, 1, 0], [$stats['writes'], $stats['failed_writes'], $stats['rejected']], $what);
             $this->assertSame([], array_values(array_diff(scandir($this->store), ['.', '..'])), "$what: nothing left");
         }
+    }
+
+    /** The directory is the administrator's setting: a script's open_basedir does not fence it. */
+    public function testOpenBasedirDoesNotApplyToTheStore(): void
+    {
+        $allowed = implode(':', [dirname(__DIR__), dirname(self::modelPath())]);
+        $this->assertStringStartsNotWith(dirname(__DIR__), $this->store);
+        $fenced = ['-d', "open_basedir=$allowed"];
+        $job = ['calls' => [[8, 'How are you?']]];
+        $this->runSteps($job, [], $fenced);
+        [[$call], $stats] = $this->runSteps(['calls' => [[8, 'Where is it?']]], [], $fenced);
+        $this->assertSame('shared', $call['cache']);
+        $this->assertSame(1, $stats['hits']);
     }
 
     public function testTwoWritersRacingLeaveOneWholeEntry(): void
