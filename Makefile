@@ -1,7 +1,22 @@
 # The two commands of the README: `make demo` and `make test`.
 SHELL := /bin/bash
+# PHP=8.4 builds and tests against PHP 8.4 in a Debian 13 root (make php84,
+# scripts/in-php84.sh); any other value is the PHP binary to use (default:
+# the machine's own, Debian 12's 8.2).
 PHP ?= php
+ifeq ($(PHP),8.4)
+IN_ROOT := bash scripts/in-php84.sh
+# The host's PHPUnit 9.6 (what the suite is written for), mounted in the root.
+PHP_BIN := php -d include_path=.:/opt/host-php/share
+PHPUNIT := /opt/host-php/phpunit --prepend $(CURDIR)/tests-php/support/phpunit-preload.php
+CARGO_TARGET_DIR_FOR_PHP := $(CURDIR)/target/php-8.4/cargo
+EXT := $(CURDIR)/target/php-8.4/infer.so
+else
+IN_ROOT :=
+PHP_BIN := $(PHP)
 PHPUNIT ?= $(shell command -v phpunit 2>/dev/null || echo /usr/bin/phpunit)
+EXT := $(CURDIR)/target/release/libinfer.so
+endif
 MODEL_FILE := models/SmolLM2-135M-Instruct.Q4_1.gguf
 # Point INFER_MODEL at another GGUF file to run the demo and the tests on it.
 INFER_MODEL ?= $(CURDIR)/$(MODEL_FILE)
@@ -26,7 +41,6 @@ export INFER_LLAMA_SERVER
 # Model::connect() sends them (tests/xgrammar_dialect.rs).
 INFER_XGRAMMAR_PYTHON ?= $(CURDIR)/target/xgrammar-venv/bin/python
 export INFER_XGRAMMAR_PYTHON
-EXT := $(CURDIR)/target/release/libinfer.so
 # The tests (Rust and PHP) read both paths from here.
 INFER_EXTENSION := $(EXT)
 export INFER_EXTENSION
@@ -39,14 +53,19 @@ endif
 GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 # The core (engine, converter, checker) without the PHP binding.
 CORE := --no-default-features --features engine $(GPU_FEATURES)
-PHP_WITH_EXT := $(PHP) -d extension=$(EXT)
+PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick deps build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store
+.PHONY: demo test test-quick deps php84 build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
 
+ifeq ($(PHP),8.4)
+# The core's Rust tests hold no PHP: they run once, with the machine's PHP.
+test: build model test-php
+else
 test: build model test-rust test-php
+endif
 
 # The edit-test loop (TESTING.md): the library's unit tests, and the PHP tests
 # that need only the default model (not Qwen, Gemma or llama-server) and are
@@ -58,8 +77,20 @@ test-quick: build model embedding-model
 deps:
 	@bash scripts/install-deps.sh
 
+# The Debian 13 root with PHP 8.4 (idempotent).
+php84:
+	@bash scripts/php84-root.sh
+
+ifeq ($(PHP),8.4)
+# Built inside the root against its PHP 8.4 (its own target directory: the
+# bindings differ), then left at target/php-8.4/infer.so.
+build: deps php84
+	$(IN_ROOT) env CARGO_TARGET_DIR=$(CARGO_TARGET_DIR_FOR_PHP) cargo build --release $(GPU_FEATURES)
+	cp $(CARGO_TARGET_DIR_FOR_PHP)/release/libinfer.so $(EXT).tmp && mv $(EXT).tmp $(EXT)
+else
 build: deps
 	cargo build --release $(GPU_FEATURES)
+endif
 
 model:
 	@bash scripts/fetch-model.sh smollm2 $(MODEL_FILE)
@@ -83,8 +114,13 @@ test-rust: deps model qwen-model xgrammar
 	cargo test --release $(CORE) -- --test-threads=1
 
 # After the extension's build: it links the libraries that build compiled.
+ifeq ($(PHP),8.4)
+llama-server:
+	$(MAKE) llama-server PHP=php
+else
 llama-server: build
 	@bash scripts/build-llama-server.sh
+endif
 
 test-php: build model embedding-model qwen-model gemma-model llama-server
 	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist
