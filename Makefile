@@ -4,6 +4,9 @@ SHELL := /bin/bash
 # scripts/in-php84.sh); any other value is the PHP binary to use (default:
 # the machine's own, Debian 12's 8.2).
 PHP ?= php
+# Not for cargo: ext-php-rs reads PHP from the environment as the path of the
+# PHP binary to build for.
+unexport PHP
 ifeq ($(PHP),8.4)
 IN_ROOT := bash scripts/in-php84.sh
 # The host's PHPUnit 9.6 (what the suite is written for), mounted in the root.
@@ -55,7 +58,7 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick deps php84 build model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store
+.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -156,11 +159,20 @@ bench-perf: build model
 
 # Copy the extension into PHP's extension directory and enable it.
 install: build
-	install -m 0755 $(EXT) "$$(php-config --extension-dir)/infer.so"
+	$(IN_ROOT) bash -c 'install -m 0755 $(EXT) "$$(php-config --extension-dir)/infer.so"'
 	@echo "Add 'extension=infer.so' to your php.ini (or a conf.d file) to enable it."
 
 clean:
 	cargo clean
+
+# The archives PIE installs as pre-packaged binaries, one per PHP built (make
+# build, make build PHP=8.4), in dist/; test-dist installs each into its PHP's
+# extension directory and runs the demo with it.
+dist:
+	@bash scripts/dist.sh
+
+test-dist: dist model embedding-model
+	bash scripts/test-dist.sh
 
 # Resident memory over 2,000 mixed calls and 200 load/close cycles.
 bench-memory: build model

@@ -60,6 +60,18 @@ if [ -f /usr/bin/phpunit ] && [ -d /usr/share/php/PHPUnit ]; then
     touch "$ROOT/opt/host-php/phpunit"
     mount --bind /usr/bin/phpunit "$ROOT/opt/host-php/phpunit"
 fi
+# The Python installations the project'"'"'s virtualenvs were made from (the
+# embedding tests'"'"' reference computation runs in one), when they are not the
+# system'"'"'s own.
+for cfg in "$HERE"/target/*/pyvenv.cfg; do
+    [ -f "$cfg" ] || continue
+    home=$(sed -n "s/^home = //p" "$cfg")
+    prefix=$(dirname "$home")
+    case "$prefix" in
+        /usr|/usr/local|/) ;;
+        *) if [ -d "$prefix" ] && ! mountpoint -q "$ROOT$prefix"; then bind "$prefix" "$prefix"; fi ;;
+    esac
+done
 bind "$CARGO_DIR" /root/.cargo
 bind "$RUSTUP_DIR" /root/.rustup
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
