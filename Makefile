@@ -58,7 +58,7 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store
+.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -138,7 +138,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -226,6 +226,12 @@ bench-remote: build model llama-server
 
 bench-prompt-cache: build model llama-server
 	$(PHP_WITH_EXT) bench/prompt_cache.php $(INFER_MODEL) $(INFER_LLAMA_SERVER)
+
+# PHP 8.4 against 8.2: the same extension built for each, a warm chat and the
+# extraction example, alternating blocks.
+bench-php-versions: build model
+	$(MAKE) build PHP=8.4
+	$(PHP_WITH_EXT) bench/php_versions.php $(INFER_MODEL) 6
 
 # The shared prompt store: a 1,500-token prefix loaded against evaluated, the
 # cost per token for SmolLM2 and Qwen2.5-Coder-0.5B, and PHP-FPM with 4
