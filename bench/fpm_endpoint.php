@@ -27,29 +27,14 @@
 declare(strict_types=1);
 
 require __DIR__ . '/../examples/extraction.php';
+require __DIR__ . '/support.php';
 require __DIR__ . '/../tests-php/support/DefaultModel.php';
 require __DIR__ . '/../tests-php/support/Fpm.php';
 
 use Displace\Infer\Model;
 use Displace\Infer\Tests\Support\Fpm;
 
-const NOTES = [
-    'Maria is 31 years old and lives in Lisbon.',
-    'Tom, a 52-year-old baker from Leeds, opened his shop in 1998.',
-    'Our new colleague Aiko (27) moved here from Osaka last spring.',
-    'Pedro Alves, 45, has lived in Porto all his life.',
-    'At 19, Lena left Berlin to study.',
-    'Sam is a retired teacher aged 68 who lives in Dublin.',
-    'Grace, 36, runs a bakery in Nairobi.',
-    'Ivan is 24 and works in Kyiv as a nurse.',
-];
 define('ENDPOINT', (string) realpath(__DIR__ . '/../examples/extract-endpoint.php'));
-
-function percentile(array $values, float $p): float
-{
-    sort($values);
-    return $values[(int) min(count($values) - 1, floor($p * count($values)))];
-}
 
 function summary(array $ms, float $wall): array
 {

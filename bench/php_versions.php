@@ -14,16 +14,6 @@ require __DIR__ . '/support.php';
 
 use Displace\Infer\{Model, Prompt};
 
-const NOTES = [
-    'Maria is 31 years old and lives in Lisbon.',
-    'Tom, a 52-year-old baker from Leeds, opened his shop in 1998.',
-    'Our new colleague Aiko (27) moved here from Osaka last spring.',
-    'Pedro Alves, 45, has lived in Porto all his life.',
-    'At 19, Lena left Berlin to study.',
-    'Sam is a retired teacher aged 68 who lives in Dublin.',
-    'Grace, 36, runs a bakery in Nairobi.',
-    'Ivan is 24 and works in Kyiv as a nurse.',
-];
 
 if (($argv[1] ?? '') === '--child') {
     require __DIR__ . '/../examples/extraction.php';

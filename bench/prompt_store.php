@@ -151,12 +151,6 @@ function drive(Fpm $fpm): array
     return [$rows, $wall];
 }
 
-function percentile(array $values, float $p): float
-{
-    sort($values);
-    return $values[(int) min(count($values) - 1, floor($p * count($values)))];
-}
-
 echo '| PHP-FPM, 4 workers, 8 system prompts, ' . FPM_REQUESTS . " requests | p50 | p99 | requests/s | prompt tokens evaluated | from the store |\n|---|--:|--:|--:|--:|--:|\n";
 foreach (['without the store' => '', 'with the store' => "$store-fpm"] as $what => $dir) {
     $fpm = new Fpm(4, $modelPath, $dir === '' ? [] : ['infer.prompt_cache_dir' => $dir]);

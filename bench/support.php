@@ -2,12 +2,31 @@
 // Helpers the PHP benchmarks share.
 declare(strict_types=1);
 
+/** The notes the extraction benchmarks read, one person each. */
+const NOTES = [
+    'Maria is 31 years old and lives in Lisbon.',
+    'Tom, a 52-year-old baker from Leeds, opened his shop in 1998.',
+    'Our new colleague Aiko (27) moved here from Osaka last spring.',
+    'Pedro Alves, 45, has lived in Porto all his life.',
+    'At 19, Lena left Berlin to study.',
+    'Sam is a retired teacher aged 68 who lives in Dublin.',
+    'Grace, 36, runs a bakery in Nairobi.',
+    'Ivan is 24 and works in Kyiv as a nurse.',
+];
+
 /** The median of $xs (the mean of the middle two for an even count). */
 function median(array $xs): float
 {
     sort($xs);
     $n = count($xs);
     return $n % 2 ? $xs[intdiv($n, 2)] : ($xs[$n / 2 - 1] + $xs[$n / 2]) / 2;
+}
+
+/** The value below which a share $p of $values falls (nearest rank). */
+function percentile(array $values, float $p): float
+{
+    sort($values);
+    return $values[(int) min(count($values) - 1, floor($p * count($values)))];
 }
 
 /**

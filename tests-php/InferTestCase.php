@@ -201,6 +201,24 @@ abstract class InferTestCase extends TestCase
     /**
      * Run $fn and check that it throws exactly $class with a message containing $fragment.
      */
+    /**
+     * Wait for a process started with stdout and stderr as pipes 1 and 2:
+     * nothing may reach its stderr and it must exit 0. Returns its stdout's
+     * lines, each decoded as JSON.
+     *
+     * @param resource $proc
+     * @param array<int, resource> $pipes
+     */
+    protected static function jsonLinesOf($proc, array $pipes): array
+    {
+        $stdout = stream_get_contents($pipes[1]);
+        $stderr = stream_get_contents($pipes[2]);
+        $status = proc_close($proc);
+        self::assertSame('', $stderr, 'nothing on stderr');
+        self::assertSame(0, $status, $stdout);
+        return array_map(fn ($l) => json_decode($l, true, flags: JSON_THROW_ON_ERROR), explode("\n", trim($stdout)));
+    }
+
     protected function assertThrows(string $class, string $fragment, callable $fn): \Throwable
     {
         try {

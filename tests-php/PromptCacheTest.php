@@ -93,12 +93,7 @@ final class PromptCacheTest extends InferTestCase
         $cmd = [PHP_BINARY, '-d', 'extension=' . DefaultModel::extension(), '-d', "infer.prompt_cache_mb=$mb",
             __DIR__ . '/support/prompt-cache-steps.php', json_encode($order), self::modelPath()];
         $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        $stdout = stream_get_contents($pipes[1]);
-        $stderr = stream_get_contents($pipes[2]);
-        $status = proc_close($proc);
-        self::assertSame('', $stderr, 'nothing on stderr');
-        self::assertSame(0, $status, $stdout);
-        $lines = array_map(fn ($l) => json_decode($l, true, flags: JSON_THROW_ON_ERROR), explode("\n", trim($stdout)));
+        $lines = self::jsonLinesOf($proc, $pipes);
         $counts = array_pop($lines);
         return [$lines, $counts];
     }

@@ -66,12 +66,7 @@ final class PromptStoreTest extends InferTestCase
     private static function finish(array $started): array
     {
         [$proc, $pipes] = $started;
-        $stdout = stream_get_contents($pipes[1]);
-        $stderr = stream_get_contents($pipes[2]);
-        $status = proc_close($proc);
-        self::assertSame('', $stderr, 'nothing on stderr');
-        self::assertSame(0, $status, $stdout);
-        $lines = array_map(fn ($l) => json_decode($l, true, flags: JSON_THROW_ON_ERROR), explode("\n", trim($stdout)));
+        $lines = self::jsonLinesOf($proc, $pipes);
         $stats = array_pop($lines);
         return [$lines, $stats];
     }
