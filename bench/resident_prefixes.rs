@@ -65,7 +65,9 @@ fn answer(ctx: &mut Context, seq: u32, question: &[LlamaToken], prefix_len: usiz
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let path = args.get(1).map_or("models/SmolLM2-135M-Instruct.Q4_1.gguf", String::as_str);
+    let path = args
+        .get(1)
+        .map_or("models/SmolLM2-135M-Instruct.Q4_1.gguf", String::as_str);
     let threads: u32 = args.get(2).and_then(|t| t.parse().ok()).unwrap_or(2);
     let backend = backend().unwrap_or_else(|e| panic!("{e}"));
     let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
@@ -75,8 +77,10 @@ fn main() {
     let prefixes: Vec<Vec<LlamaToken>> = (0..PREFIXES)
         .map(|n| {
             let text = format!("Desk {n}. You are assistant number {n} of the shop. ")
-                + &format!("Rule {n}: follow the house rules of desk {n} carefully and answer briefly. ")
-                    .repeat(25);
+                + &format!(
+                    "Rule {n}: follow the house rules of desk {n} carefully and answer briefly. "
+                )
+                .repeat(25);
             tokenize(&text, true)
         })
         .collect();
@@ -115,7 +119,11 @@ fn main() {
     for p in &prefixes {
         saved_ctx.clear();
         read(&mut saved_ctx, 0, p, 0);
-        states.push(saved_ctx.save_sequence(0).unwrap_or_else(|| panic!("no state")));
+        states.push(
+            saved_ctx
+                .save_sequence(0)
+                .unwrap_or_else(|| panic!("no state")),
+        );
     }
     let (mut start_saved, mut step_saved) = (Vec::new(), Vec::new());
     for _round in 0..2 {

@@ -163,16 +163,52 @@ pub struct GenerateParams {
 /// callback), so a long prompt stops too.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StopCheck {
-    /// True when the generation must stop.
-    pub interrupt: Option<fn() -> bool>,
+    /// Raised when the generation must stop.
+    pub interrupt: Option<Interrupt>,
     pub deadline: Option<Instant>,
 }
 
 impl StopCheck {
     /// Whether the generation must stop now.
     pub fn due(&self) -> bool {
-        self.interrupt.is_some_and(|stop| stop())
+        self.interrupt.is_some_and(|i| i.raised())
             || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// A flag that another party raises to stop a call (PHP's time-limit flag
+/// of the request's thread), and the function that reads it. It is taken on
+/// the thread that makes the call and may be read from any thread that
+/// computes for it (llama.cpp's workers, a remote call's threads): it names
+/// that one flag, not "the current thread's".
+#[derive(Debug, Clone, Copy)]
+pub struct Interrupt {
+    read: unsafe extern "C" fn(*const std::ffi::c_void) -> bool,
+    flag: *const std::ffi::c_void,
+}
+
+// SAFETY: `read` reads `flag` atomically (see `Interrupt::new`), so the pair
+// may be used from any thread while the flag lives.
+unsafe impl Send for Interrupt {}
+// SAFETY: as above; reading is the only operation.
+unsafe impl Sync for Interrupt {}
+
+impl Interrupt {
+    /// # Safety
+    /// `read(flag)` must be an atomic read, callable from any thread, and
+    /// `flag` must stay valid as long as any copy of this value is used
+    /// (PHP's executor globals: the life of the request's thread).
+    pub unsafe fn new(
+        read: unsafe extern "C" fn(*const std::ffi::c_void) -> bool,
+        flag: *const std::ffi::c_void,
+    ) -> Self {
+        Self { read, flag }
+    }
+
+    /// Whether the flag is raised.
+    pub fn raised(&self) -> bool {
+        // SAFETY: the contract of `new`.
+        unsafe { (self.read)(self.flag) }
     }
 }
 
@@ -225,6 +261,31 @@ pub fn seed_from(seed: i64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    unsafe extern "C" fn read_flag(flag: *const std::ffi::c_void) -> bool {
+        // SAFETY: the tests pass a pointer to a static AtomicBool.
+        unsafe { &*flag.cast::<AtomicBool>() }.load(Ordering::SeqCst)
+    }
+
+    /// The interrupt names one flag: raised by the thread that owns it, it
+    /// stops the checks that other threads make (as PHP's timer raises the
+    /// request thread's flag while llama.cpp's workers compute).
+    #[test]
+    fn an_interrupt_is_seen_from_every_thread() {
+        static FLAG: AtomicBool = AtomicBool::new(false);
+        // SAFETY: an atomic read of a static.
+        let interrupt = unsafe { Interrupt::new(read_flag, (&raw const FLAG).cast()) };
+        let check = StopCheck {
+            interrupt: Some(interrupt),
+            deadline: None,
+        };
+        let before = std::thread::spawn(move || check.due()).join();
+        FLAG.store(true, Ordering::SeqCst);
+        let after = std::thread::spawn(move || check.due()).join();
+        assert_eq!((before.ok(), after.ok()), (Some(false), Some(true)));
+        FLAG.store(false, Ordering::SeqCst);
+    }
 
     #[test]
     fn thread_counts_outside_ggml_limits_are_refused() {

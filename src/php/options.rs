@@ -229,7 +229,7 @@ pub fn generate_params(
     apply_generate_options(entries, GENERATE_KEYS, &mut params)?;
     // What only PHP knows: whether the request's time limit has run out
     // (then the generation stops, and PHP reports the timeout on return).
-    params.stop_check.interrupt = Some(super::timeout::timed_out);
+    params.stop_check.interrupt = Some(super::timeout::interrupt());
     Ok(params)
 }
 

@@ -353,9 +353,9 @@ impl Remote {
     }
 
     /// Run `count` generations started by `start`, `parallel` threads each
-    /// taking the next one. The threads check the deadline between events;
-    /// the caller's interrupt (PHP's time limit) is read on this thread only,
-    /// so they do without it.
+    /// taking the next one. The threads check the deadline and the caller's
+    /// interrupt (PHP's time limit, whose flag the interrupt names) between
+    /// events.
     fn many(
         &self,
         count: usize,
@@ -366,8 +366,7 @@ impl Remote {
         if count == 0 {
             return Err(InferenceError::NoPrompts);
         }
-        let mut shared = params.clone();
-        shared.stop_check.interrupt = None;
+        let shared = params.clone();
         let next = std::sync::atomic::AtomicUsize::new(0);
         let results: Vec<std::sync::Mutex<Option<InferenceResult<crate::engine::Generation>>>> =
             (0..count).map(|_| std::sync::Mutex::new(None)).collect();
