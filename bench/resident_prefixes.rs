@@ -54,11 +54,10 @@ fn read(ctx: &mut Context, seq: u32, tokens: &[LlamaToken], start: usize) {
 /// tokens one by one; returns the milliseconds per decoded token.
 fn answer(ctx: &mut Context, seq: u32, question: &[LlamaToken], prefix_len: usize) -> f64 {
     read(ctx, seq, question, prefix_len);
-    let mut pos = prefix_len + question.len();
+    let start = prefix_len + question.len();
     let t = Instant::now();
-    for _ in 0..GENERATED {
+    for pos in start..start + GENERATED {
         read(ctx, seq, &question[..1], pos);
-        pos += 1;
     }
     t.elapsed().as_secs_f64() * 1000.0 / GENERATED as f64
 }
