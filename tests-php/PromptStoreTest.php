@@ -176,6 +176,33 @@ final class PromptStoreTest extends InferTestCase
         }
     }
 
+    /**
+     * An entry whose checksum holds but whose state llama.cpp refuses (its
+     * bytes zeroed, the CRC-32 written anew), met by a process whose
+     * context holds part of the prompt already: the context is emptied by
+     * the failed restore, and the prompt is evaluated whole, giving what a
+     * fresh process gives.
+     */
+    public function testAStateLlamaCppRefusesIsEvaluatedInstead(): void
+    {
+        // The second question shares the system prompt with the first, and
+        // the entry holds more than 16 tokens beyond it.
+        $long = 'Where is it? Tell me the way from the station to the shop, street by street, and how long it takes.';
+        [[$reference]] = $this->runSteps(['calls' => [[9, $long]]]);
+        $entry = $this->onlyEntry();
+        $bytes = (string) file_get_contents($entry);
+        $tokens = unpack('P', $bytes, 24)[1];
+        $state = unpack('P', $bytes, 32)[1];
+        $body = substr($bytes, 44, 4 * $tokens) . str_repeat("\0", $state);
+        $header = substr($bytes, 0, 40);
+        $crc = hash('crc32b', $header . $body, true);
+        file_put_contents($entry, $header . strrev($crc) . $body);
+        [[$first, $second], $stats] = $this->runSteps(['calls' => [[9, 'How are you?'], [9, $long]]]);
+        $this->assertSame(1, $stats['hits'], 'the store gave the entry');
+        $this->assertSame('none', $second['cache']);
+        $this->assertSame($reference['text'], $second['text']);
+    }
+
     public function testADirectoryWhereAnEntryShouldBeIsLeftAlone(): void
     {
         $job = ['calls' => [[5, 'How are you?']]];

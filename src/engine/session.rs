@@ -122,8 +122,11 @@ impl Session {
             prefix_cache::lookup(self.owner, self.ctx.streams(), prompt, room, shared)
         });
         if let Some(hit) = lookup.as_ref().and_then(|l| l.hit.as_ref()) {
-            if self.restore(hit, prompt.len()) {
-                shared = self.cached.len();
+            // Either way the context holds what `restore` left: the hit's
+            // prefix, or nothing when llama.cpp refused the state.
+            let restored = self.restore(hit, prompt.len());
+            shared = self.cached.len();
+            if restored {
                 source = hit.source;
             }
         }
