@@ -294,6 +294,7 @@ fn restore_prefix(
     };
     let keep = hit.common.min(prompt.len().saturating_sub(1));
     if !ctx.restore_sequence(seq, &hit.state) {
+        prefix_cache::discard(owner, ctx.streams(), &hit.tokens);
         return (0, CacheSource::None, lookup);
     }
     if keep < hit.tokens.len() && !ctx.forget_sequence_from(seq, keep) {

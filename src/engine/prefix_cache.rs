@@ -263,6 +263,12 @@ pub fn insert(owner: Key, tokens: &[LlamaToken], state: SavedState) {
     cache().insert(owner, tokens, state);
 }
 
+/// Drop the state of `tokens` that `owner` kept for contexts of `streams`
+/// KV streams: llama.cpp refused it, and would again.
+pub fn discard(owner: Owner, streams: u32, tokens: &[LlamaToken]) {
+    cache().discard(owner.key(streams), tokens);
+}
+
 /// Drop the states of a model that is being freed.
 pub fn forget_owner(model: u64) {
     let mut c = cache();
@@ -382,6 +388,18 @@ impl Cache {
         self.evict();
     }
 
+    fn discard(&mut self, owner: Key, tokens: &[LlamaToken]) {
+        let mut freed = 0;
+        self.entries.retain(|e| {
+            let gone = e.owner == owner && &e.tokens[..] == tokens;
+            if gone {
+                freed += e.state.len();
+            }
+            !gone
+        });
+        self.bytes -= freed;
+    }
+
     /// Drop least recently used entries until the cache is within its bound.
     fn evict(&mut self) {
         while self.bytes > self.limit {
@@ -483,6 +501,23 @@ mod tests {
 
     fn ids(ids: &[i32]) -> Vec<LlamaToken> {
         ids.iter().map(|&i| LlamaToken(i)).collect()
+    }
+
+    #[test]
+    fn a_discarded_state_is_gone_and_its_bytes_freed() {
+        let mut c = Cache::new(1 << 20, 32);
+        c.insert(ONE, &prompt(1, 1), SavedState::filler(100));
+        c.insert(ONE, &prompt(2, 1), SavedState::filler(50));
+        c.discard(TWO, &prompt(1, 1));
+        c.discard(ONE, &prompt(1, 2));
+        assert_eq!(
+            (c.entries.len(), c.bytes),
+            (2, 150),
+            "another owner's or other tokens"
+        );
+        c.discard(ONE, &prompt(1, 1));
+        assert_eq!((c.entries.len(), c.bytes), (1, 50));
+        assert!(c.best(ONE, &prompt(1, 7), 4096, 0).is_none());
     }
 
     #[test]

@@ -128,6 +128,8 @@ impl Session {
             shared = self.cached.len();
             if restored {
                 source = hit.source;
+            } else {
+                prefix_cache::discard(self.owner, self.ctx.streams(), &hit.tokens);
             }
         }
         let mut keep = shared.min(prompt.len().saturating_sub(1));
