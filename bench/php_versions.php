@@ -48,14 +48,7 @@ $runs = ['8.2' => ['single' => [], 'extract' => []], '8.4' => ['single' => [], '
 $versions = [];
 for ($b = 0; $b < $blocks; $b++) {
     foreach ($commands as $php => $cmd) {
-        $p = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, $root);
-        $out = stream_get_contents($pipes[1]);
-        $err = stream_get_contents($pipes[2]);
-        proc_close($p);
-        $row = json_decode(trim($out), true);
-        if (!is_array($row)) {
-            throw new RuntimeException("PHP $php failed: $out $err");
-        }
+        $row = child_json($cmd, $root);
         $versions[$php] = $row['php'];
         array_push($runs[$php]['single'], ...$row['single']);
         array_push($runs[$php]['extract'], ...$row['extract']);

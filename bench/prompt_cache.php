@@ -57,16 +57,7 @@ $ext = ini_get('extension') ?: __DIR__ . '/../target/release/libinfer.so';
 
 function child(string $ext, int $mb, string $target, int $prompts): array
 {
-    $cmd = [PHP_BINARY, '-d', "extension=$ext", '-d', "infer.prompt_cache_mb=$mb", __FILE__, '--child', $target, (string) $prompts];
-    $p = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-    $out = stream_get_contents($pipes[1]);
-    $err = stream_get_contents($pipes[2]);
-    proc_close($p);
-    $row = json_decode(trim($out), true);
-    if (!is_array($row)) {
-        throw new RuntimeException("child failed: $out $err");
-    }
-    return $row;
+    return child_json([PHP_BINARY, '-d', "extension=$ext", '-d', "infer.prompt_cache_mb=$mb", __FILE__, '--child', $target, (string) $prompts]);
 }
 
 $rows = [];

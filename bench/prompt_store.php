@@ -53,15 +53,7 @@ $base = is_dir('/dev/shm') ? '/dev/shm' : sys_get_temp_dir();
 function child(string $ext, string $store, string $model, int $question): array
 {
     $cmd = [PHP_BINARY, '-d', "extension=$ext", '-d', "infer.prompt_cache_dir=$store", __FILE__, '--child', $model, (string) $question];
-    $p = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-    $out = stream_get_contents($pipes[1]);
-    $err = stream_get_contents($pipes[2]);
-    proc_close($p);
-    $row = json_decode(trim($out), true);
-    if (!is_array($row) || $err !== '') {
-        throw new RuntimeException("child failed: $out $err");
-    }
-    return $row;
+    return child_json($cmd, quiet: true);
 }
 
 function clear_store(string $store): void

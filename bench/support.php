@@ -41,6 +41,24 @@ function ms(callable $fn): array
     return [(hrtime(true) - $t) / 1e6, $r];
 }
 
+/**
+ * Run $cmd (a benchmark's child process, in $cwd) and decode the JSON object
+ * it prints; throws with its output when it prints none (or, with $quiet,
+ * anything on stderr).
+ */
+function child_json(array $cmd, ?string $cwd = null, bool $quiet = false): array
+{
+    $p = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, $cwd);
+    $out = stream_get_contents($pipes[1]);
+    $err = stream_get_contents($pipes[2]);
+    proc_close($p);
+    $row = json_decode(trim($out), true);
+    if (!is_array($row) || ($quiet && $err !== '')) {
+        throw new RuntimeException('child ' . implode(' ', $cmd) . " failed: $out $err");
+    }
+    return $row;
+}
+
 /** @return array{resource, string} the server process and its base URL */
 function start_server(string $binary, string $model, int $slots, int $threads): array
 {

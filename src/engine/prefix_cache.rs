@@ -100,9 +100,10 @@ impl Owner {
 #[derive(Debug)]
 pub struct Lookup {
     pub hit: Option<Hit>,
-    /// The longest prefix of the prompt the shared store holds (`None`:
-    /// not asked, the store being off or having nothing to add).
-    stored: Option<usize>,
+    /// The model's key in the shared store and the longest prefix of the
+    /// prompt the store holds (`None`: not asked, the store being off or
+    /// having nothing to add).
+    stored: Option<(u64, usize)>,
 }
 
 /// The best saved prefix of `prompt` for a context of `streams` KV streams
@@ -120,22 +121,17 @@ pub fn lookup(
     let key = owner.key(streams);
     let memory = best(key, prompt, max_len, live);
     let floor = memory.as_ref().map_or(live, |h| h.common.max(live));
-    let store_key = owner
+    let found = owner
         .store_key(streams)
-        .filter(|_| prompt.len() > floor + MIN_GAIN);
-    let Some(store_key) = store_key else {
+        .filter(|_| prompt.len() > floor + MIN_GAIN)
+        .and_then(|k| Some((k, prefix_store::find(k, prompt, max_len, floor + MIN_GAIN)?)));
+    let Some((store_key, found)) = found else {
         return Lookup {
             hit: memory,
             stored: None,
         };
     };
-    let Some(found) = prefix_store::find(store_key, prompt, max_len, floor + MIN_GAIN) else {
-        return Lookup {
-            hit: memory,
-            stored: None,
-        };
-    };
-    let stored = Some(found.covered);
+    let stored = Some((store_key, found.covered));
     let Some(f) = found.found else {
         return Lookup {
             hit: memory,
@@ -169,9 +165,8 @@ pub fn remember(
 ) {
     let key = owner.key(streams);
     let in_memory = wants(key, prompt);
-    let to_store = owner
-        .store_key(streams)
-        .zip(lookup.stored)
+    let to_store = lookup
+        .stored
         .filter(|&(_, covered)| prefix_store::wants(prompt.len(), covered));
     if !in_memory && to_store.is_none() {
         return;
@@ -271,15 +266,7 @@ pub fn discard(owner: Owner, streams: u32, tokens: &[LlamaToken]) {
 
 /// Drop the states of a model that is being freed.
 pub fn forget_owner(model: u64) {
-    let mut c = cache();
-    let mut freed = 0;
-    c.entries.retain(|e| {
-        if e.owner.model == model {
-            freed += e.state.len();
-        }
-        e.owner.model != model
-    });
-    c.bytes -= freed;
+    cache().remove_where(|e| e.owner.model == model);
 }
 
 impl Cache {
@@ -367,16 +354,9 @@ impl Cache {
         if state.len() > self.limit {
             return;
         }
-        let mut freed = 0;
-        self.entries.retain(|e| {
-            let covered =
-                e.owner == owner && e.tokens.len() <= tokens.len() && tokens.starts_with(&e.tokens);
-            if covered {
-                freed += e.state.len();
-            }
-            !covered
+        self.remove_where(|e| {
+            e.owner == owner && e.tokens.len() <= tokens.len() && tokens.starts_with(&e.tokens)
         });
-        self.bytes -= freed;
         self.clock += 1;
         self.bytes += state.len();
         self.entries.push(Entry {
@@ -389,13 +369,18 @@ impl Cache {
     }
 
     fn discard(&mut self, owner: Key, tokens: &[LlamaToken]) {
+        self.remove_where(|e| e.owner == owner && &e.tokens[..] == tokens);
+    }
+
+    /// Drop the entries `gone` picks, and their bytes from the count.
+    fn remove_where(&mut self, gone: impl Fn(&Entry) -> bool) {
         let mut freed = 0;
         self.entries.retain(|e| {
-            let gone = e.owner == owner && &e.tokens[..] == tokens;
-            if gone {
+            let drop = gone(e);
+            if drop {
                 freed += e.state.len();
             }
-            !gone
+            !drop
         });
         self.bytes -= freed;
     }
