@@ -16,5 +16,6 @@ mod schema_errors;
 mod schema_grammar;
 mod schema_keywords;
 mod soundness;
+mod threads;
 mod tool_calls;
 mod xgrammar_dialect;

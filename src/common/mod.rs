@@ -10,7 +10,6 @@ pub mod params;
 pub mod remote_error;
 
 use std::fmt::Debug;
-use std::rc::Rc;
 
 use crate::chat::Message;
 
@@ -21,8 +20,9 @@ pub use remote_error::RemoteError;
 
 /// A model that generates, embeds and tokenizes: loaded in this process or
 /// reached over HTTP. A call the backend cannot honour as asked is an error
-/// it returns, never a weaker answer.
-pub trait Backend: Debug {
+/// it returns, never a weaker answer. Threads may share one and call it at
+/// once (thread-safe PHP runs requests as threads of one process).
+pub trait Backend: Debug + Send + Sync {
     /// Render `messages` with the chat template and generate the reply.
     fn chat(&self, messages: &[Message], params: &GenerateParams) -> InferenceResult<Generation>;
 
@@ -36,14 +36,14 @@ pub trait Backend: Debug {
 
     /// The reply to `messages`, piece by piece.
     fn stream_chat(
-        self: Rc<Self>,
+        self: std::sync::Arc<Self>,
         messages: &[Message],
         params: GenerateParams,
     ) -> InferenceResult<Box<dyn PieceStream>>;
 
     /// The plain-text completion of `prompt`, piece by piece.
     fn stream_raw(
-        self: Rc<Self>,
+        self: std::sync::Arc<Self>,
         prompt: &str,
         add_bos: bool,
         params: GenerateParams,

@@ -1,7 +1,7 @@
 //! A model loaded in this process as a [`Backend`]: what `Displace\Infer\Model`
 //! calls, whichever backend it holds.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -27,7 +27,7 @@ impl Backend for Model {
     }
 
     fn stream_chat(
-        self: Rc<Self>,
+        self: Arc<Self>,
         messages: &[Message],
         params: GenerateParams,
     ) -> InferenceResult<Box<dyn PieceStream>> {
@@ -35,7 +35,7 @@ impl Backend for Model {
     }
 
     fn stream_raw(
-        self: Rc<Self>,
+        self: Arc<Self>,
         prompt: &str,
         add_bos: bool,
         params: GenerateParams,

@@ -163,6 +163,15 @@ pub struct Context {
     _model: Arc<LlamaModel>,
 }
 
+// SAFETY: a llama.cpp context, its thread pool and the batch buffer have no
+// affinity to the thread that made them: llama.cpp only requires that one
+// context is not used by two threads at once, and every method here that
+// reaches them takes `&mut self` (evaluations, cache edits) or reads what
+// no evaluation changes (sizes). `Context` is not `Sync`, so sharing one
+// takes a lock. The model it points into is `Send + Sync` and kept alive
+// by `_model`. The abort data is a `Mutex` and an atomic.
+unsafe impl Send for Context {}
+
 /// The stop check of the evaluation in progress, read by llama.cpp's abort
 /// callback (on whichever thread computes the graph: hence the lock).
 #[derive(Default)]

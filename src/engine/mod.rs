@@ -16,6 +16,7 @@ pub mod probe;
 pub mod rerank;
 pub mod sampler;
 pub mod session;
+pub mod shelf;
 pub mod stream;
 pub mod think;
 pub mod threads;

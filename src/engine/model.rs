@@ -5,9 +5,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use std::borrow::Cow;
-use std::cell::{Cell, OnceCell, RefCell, RefMut};
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread::ThreadId;
 
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
@@ -23,8 +23,9 @@ use super::generate;
 use super::persistent::FileId;
 use super::prefix_cache;
 use super::prefix_store::ModelIdentity;
-use super::sampler::{GrammarCache, Sampler};
+use super::sampler::{GrammarCache, GrammarSampler, Sampler};
 use super::session::Session;
+use super::shelf::{Fit, Shelf};
 use super::stream::Stream;
 use super::threads::Claim;
 use crate::chat::plain_text::{render_segments, ControlTexts, Inputs, Markup, Segments};
@@ -41,20 +42,24 @@ const FIXED_POLL: u32 = 50;
 /// Every GGUF file starts with these four bytes.
 const GGUF_MAGIC: &[u8; 4] = b"GGUF";
 
-/// What a model keeps between calls: the context of the last call (with its
-/// KV cache) and the grammars parsed so far. Both point into the model, and
-/// both hold a strong reference to it, so it outlives them.
+/// What a model keeps between calls: the contexts of the last calls (with
+/// their KV caches) and the grammars parsed so far. They point into the
+/// model and hold a strong reference to it, so it outlives them. Contexts
+/// are lent to one call at a time ([`Shelf`]): calls on several threads at
+/// once each evaluate in a context of their own.
 #[derive(Debug, Default)]
 struct Reusable {
-    session: Option<Session>,
-    /// The multi-sequence context of the last `chat_many` / `raw_many`,
-    /// kept for the next call of the same shape (creating one costs a
-    /// graph reservation and the KV allocation).
-    many: Option<Context>,
-    /// The embeddings context of the last `embed_many`, kept for the next
-    /// call of the same shape.
-    embedder: Option<Context>,
-    grammars: GrammarCache,
+    sessions: Shelf<Session>,
+    /// The multi-sequence contexts of `chat_many` / `raw_many`, kept for the
+    /// next call of the same shape (creating one costs a graph reservation
+    /// and the KV allocation).
+    many: Shelf<Context>,
+    /// The embeddings contexts of `embed_many`, kept for the next call of
+    /// the same shape.
+    embedder: Shelf<Context>,
+    /// Held while a grammar is looked up or parsed, not while it is used
+    /// (each call samples with its own copy).
+    grammars: Mutex<GrammarCache>,
 }
 
 /// What `Model::info()` reports.
@@ -86,14 +91,21 @@ pub struct ModelInfo {
 /// The llama.cpp model is shared (`Arc`) with everything that points into it
 /// (the context, parsed grammars), so it is freed after the last of them,
 /// whatever order the fields below are declared or dropped in.
+///
+/// A `Model` is `Send + Sync`: threads may share one (`Arc<Model>`) and call
+/// it at once. The weights are read-only; each call evaluates in a context
+/// of its own, taken from those the model keeps or made for it.
 #[derive(Debug)]
 pub struct Model {
     model: Arc<LlamaModel>,
-    reusable: RefCell<Reusable>,
+    reusable: Reusable,
     /// Whose its saved prefixes are (see [`prefix_cache`]).
     cache_owner: prefix_cache::Owner,
-    /// A [`Stream`] holds the session: every other call is refused.
-    streaming: Cell<bool>,
+    /// The threads on which a [`Stream`] of this model is open: their other
+    /// calls are refused until it ends (calls of other threads are not).
+    streams: Mutex<Vec<ThreadId>>,
+    /// The context size of the last generating call (0 before the first).
+    last_n_ctx: AtomicU32,
     n_threads: u32,
     n_gpu_layers: u32,
     main_gpu: Option<u32>,
@@ -102,9 +114,9 @@ pub struct Model {
     embedding: Option<Option<Pooling>>,
     path: PathBuf,
     /// The chat template, read on first use.
-    renderer: OnceCell<chat::Renderer>,
+    renderer: OnceLock<chat::Renderer>,
     /// The texts of the control tokens, gathered on first use.
-    control: OnceCell<ControlTexts>,
+    control: OnceLock<ControlTexts>,
 }
 
 impl Model {
@@ -153,20 +165,21 @@ impl Model {
             });
         let loaded = Self {
             model: Arc::new(model),
-            reusable: RefCell::default(),
+            reusable: Reusable::default(),
             cache_owner: prefix_cache::Owner {
                 model: prefix_cache::new_owner(),
                 shared,
             },
-            streaming: Cell::new(false),
+            streams: Mutex::new(Vec::new()),
+            last_n_ctx: AtomicU32::new(0),
             n_threads: params.n_threads,
             n_gpu_layers: params.n_gpu_layers,
             main_gpu: params.main_gpu,
             share_cores: params.share_cores,
             embedding: params.embedding.then_some(params.pooling),
             path: path.to_path_buf(),
-            renderer: OnceCell::new(),
-            control: OnceCell::new(),
+            renderer: OnceLock::new(),
+            control: OnceLock::new(),
         };
         // Rank pooling reads a classification head, which only a
         // cross-encoder has; without one llama.cpp would return a number
@@ -194,9 +207,22 @@ impl Model {
         &self.model
     }
 
-    /// Whether a stream is open on the model.
+    /// How many generating contexts the model keeps for its next calls
+    /// (at most as many as calls ran at once).
+    #[doc(hidden)]
+    pub fn kept_sessions(&self) -> usize {
+        self.reusable.sessions.inspect(<[_]>::len)
+    }
+
+    /// Whether a stream of this model is open on the calling thread.
     pub fn is_streaming(&self) -> bool {
-        self.streaming.get()
+        let me = std::thread::current().id();
+        self.streams().contains(&me)
+    }
+
+    fn streams(&self) -> std::sync::MutexGuard<'_, Vec<ThreadId>> {
+        // Pushes and removals of ids only: a poisoned list is still whole.
+        self.streams.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     pub fn path(&self) -> &Path {
@@ -234,11 +260,7 @@ impl Model {
             gpu_layers,
             layers,
             context_length: model.n_ctx_train(),
-            context_size: self
-                .reusable
-                .try_borrow()
-                .ok()
-                .and_then(|r| r.session.as_ref().map(Session::n_ctx)),
+            context_size: Some(self.last_n_ctx.load(Ordering::Relaxed)).filter(|&n| n > 0),
             threads: self.n_threads,
             file_size: std::fs::metadata(&self.path).map(|m| m.len()).ok(),
             parameters: model.n_params(),
@@ -456,20 +478,13 @@ impl Model {
         for (i, prompt) in prompts.iter().enumerate() {
             generate::check_fits(model, prompt, params.n_ctx).map_err(|e| e.in_prompt(i))?;
         }
-        let mut reusable = self.reusable()?;
-        let Reusable { many, grammars, .. } = &mut *reusable;
-        let grammar = grammars.for_params(model, params)?;
+        self.refuse_during_stream()?;
+        let grammar = self.grammar(params)?;
         let shape = batch::shape_for(prompts, params, parallel);
-        if many
-            .as_ref()
-            .is_some_and(|c| c.shape() != shape || !c.is_usable())
-        {
-            // Free the old cache before allocating the new one.
-            *many = None;
-        }
-        let ctx = match many {
+        let kept = self.reusable.many.take(|c| fit_shape(c, shape));
+        let mut ctx = match kept {
             Some(c) => c,
-            None => many.insert(self.new_context(shape)?),
+            None => self.new_context(shape)?,
         };
         let claim = self.claim();
         if let Some(claim) = &claim {
@@ -477,7 +492,7 @@ impl Model {
         }
         ctx.set_stop(params.stop_check);
         let result = batch::run(
-            ctx,
+            &mut ctx,
             params.cache_prompt.then_some(self.cache_owner),
             model,
             prompts,
@@ -485,8 +500,9 @@ impl Model {
             grammar.as_ref(),
             claim.as_ref(),
         );
-        if result.is_err() {
-            *many = None;
+        // After an error the cache may not match what the context records.
+        if result.is_ok() {
+            self.reusable.many.put(ctx);
         }
         result
     }
@@ -545,31 +561,21 @@ impl Model {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let mut reusable = self
-            .reusable
-            .try_borrow_mut()
-            .map_err(|_| InferenceError::Busy)?;
         let longest = texts.iter().map(Vec::len).max().unwrap_or(1);
         let shape = embed::shape_for(longest, pooling);
-        let embedder = &mut reusable.embedder;
-        if embedder
-            .as_ref()
-            .is_some_and(|c| c.shape() != shape || !c.is_usable())
-        {
-            *embedder = None;
-        }
-        let ctx = match embedder {
+        let kept = self.reusable.embedder.take(|c| fit_shape(c, shape));
+        let mut ctx = match kept {
             Some(c) => c,
-            None => embedder.insert(self.new_context(shape)?),
+            None => self.new_context(shape)?,
         };
         let claim = self.claim();
         if let Some(claim) = &claim {
             ctx.set_threads(claim.threads());
         }
         ctx.set_stop(stop);
-        let result = embed::embed(ctx, texts);
-        if result.is_err() {
-            *embedder = None;
+        let result = embed::embed(&mut ctx, texts);
+        if result.is_ok() {
+            self.reusable.embedder.put(ctx);
         }
         result
     }
@@ -601,43 +607,56 @@ impl Model {
         self.share_cores.then(|| Claim::take(self.n_threads))
     }
 
-    /// What the model keeps between calls, unless a call or a stream is
-    /// using it.
-    fn reusable(&self) -> InferenceResult<RefMut<'_, Reusable>> {
-        if self.streaming.get() {
+    /// Refuse a call made on a thread that has a stream of this model open.
+    fn refuse_during_stream(&self) -> InferenceResult<()> {
+        if self.is_streaming() {
             return Err(InferenceError::StreamInProgress);
         }
-        self.reusable
-            .try_borrow_mut()
-            .map_err(|_| InferenceError::Busy)
+        Ok(())
+    }
+
+    /// A fresh grammar sampler for the constraint of `params`, parsed once
+    /// per model.
+    fn grammar(&self, params: &GenerateParams) -> InferenceResult<Option<GrammarSampler>> {
+        // A parse that panicked added nothing: the cache is still whole.
+        let mut grammars = self
+            .reusable
+            .grammars
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        grammars.for_params(&self.model, params)
     }
 
     /// The checks, the sampler and the session of a generation from
-    /// `prompt`: the model's session when its shape fits, else a new one.
+    /// `prompt`: the kept session of that size that shares most of the
+    /// prompt, else a new one.
     fn prepare(
         &self,
-        reusable: &mut Reusable,
         prompt: &[LlamaToken],
         params: &GenerateParams,
     ) -> InferenceResult<(Session, Sampler)> {
+        self.refuse_during_stream()?;
         let model = &self.model;
         generate::check_fits(model, prompt, params.n_ctx)?;
-        let grammar = reusable.grammars.for_params(model, params)?;
-        let sampler = Sampler::new(model, params, grammar);
-        let session = match reusable.session.take() {
-            Some(s) if s.n_ctx() == params.n_ctx && s.is_usable() => s,
-            other => {
-                // Free the old cache before allocating the new one.
-                drop(other);
-                Session::new(
-                    model,
-                    self.cache_owner,
-                    self.n_threads,
-                    params.n_ctx,
-                    self.poll(),
-                )?
+        let sampler = Sampler::new(model, params, self.grammar(params)?);
+        let kept = self.reusable.sessions.take(|s| {
+            if s.n_ctx() == params.n_ctx && s.is_usable() {
+                Fit::Fits(s.shared_with(prompt))
+            } else {
+                Fit::Misfit
             }
+        });
+        let session = match kept {
+            Some(s) => s,
+            None => Session::new(
+                model,
+                self.cache_owner,
+                self.n_threads,
+                params.n_ctx,
+                self.poll(),
+            )?,
         };
+        self.last_n_ctx.store(params.n_ctx, Ordering::Relaxed);
         Ok((session, sampler))
     }
 
@@ -646,8 +665,7 @@ impl Model {
         prompt: &[LlamaToken],
         params: &GenerateParams,
     ) -> InferenceResult<Generation> {
-        let mut reusable = self.reusable()?;
-        let (mut session, sampler) = self.prepare(&mut reusable, prompt, params)?;
+        let (mut session, sampler) = self.prepare(prompt, params)?;
         let claim = self.claim();
         let result = generate::run(
             &mut session,
@@ -659,14 +677,14 @@ impl Model {
         );
         // After an error the cache may not match what the session records.
         if result.is_ok() {
-            reusable.session = Some(session);
+            self.reusable.sessions.put(session);
         }
         result
     }
 
     /// Stream the reply to a transcript (see [`Model::chat`] and [`Stream`]).
     pub fn stream_chat(
-        self: &Rc<Self>,
+        self: &Arc<Self>,
         messages: &[Message],
         params: GenerateParams,
     ) -> InferenceResult<Stream> {
@@ -678,7 +696,7 @@ impl Model {
 
     /// Stream the completion of `prompt` as plain text (see [`Model::raw`]).
     pub fn stream_raw(
-        self: &Rc<Self>,
+        self: &Arc<Self>,
         prompt: &str,
         add_bos: bool,
         params: GenerateParams,
@@ -688,18 +706,17 @@ impl Model {
     }
 
     fn stream(
-        self: &Rc<Self>,
+        self: &Arc<Self>,
         prompt: Vec<LlamaToken>,
         params: GenerateParams,
         parts: Option<Parts>,
     ) -> InferenceResult<Stream> {
-        let (session, sampler) = {
-            let mut reusable = self.reusable()?;
-            self.prepare(&mut reusable, &prompt, &params)?
-        };
-        self.streaming.set(true);
+        let (session, sampler) = self.prepare(&prompt, &params)?;
+        let thread = std::thread::current().id();
+        self.streams().push(thread);
         Ok(Stream::new(
-            Rc::clone(self),
+            Arc::clone(self),
+            thread,
             session,
             sampler,
             prompt,
@@ -708,12 +725,18 @@ impl Model {
         ))
     }
 
-    /// A stream ends: the model takes back its session (`None` when the
-    /// stream failed and its cache cannot be trusted) and is free again.
-    pub(super) fn return_session(&self, session: Option<Session>) {
-        self.streaming.set(false);
-        if let Ok(mut reusable) = self.reusable.try_borrow_mut() {
-            reusable.session = session;
+    /// A stream opened on `thread` ends: the model takes back its session
+    /// (`None` when the stream failed and its cache cannot be trusted), and
+    /// that thread may call it again.
+    pub(super) fn return_session(&self, thread: ThreadId, session: Option<Session>) {
+        {
+            let mut streams = self.streams();
+            if let Some(i) = streams.iter().position(|t| *t == thread) {
+                streams.swap_remove(i);
+            }
+        }
+        if let Some(session) = session {
+            self.reusable.sessions.put(session);
         }
     }
 }
@@ -763,6 +786,15 @@ fn check_file(path: &Path) -> Result<(), LoadError> {
         });
     }
     Ok(())
+}
+
+/// How a kept context suits a call that needs `shape`.
+fn fit_shape(ctx: &Context, shape: Shape) -> Fit {
+    if ctx.shape() == shape && ctx.is_usable() {
+        Fit::Fits(0)
+    } else {
+        Fit::Misfit
+    }
 }
 
 fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {

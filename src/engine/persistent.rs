@@ -11,7 +11,7 @@
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::common::params::LoadParams;
 
@@ -58,7 +58,7 @@ pub struct Listing {
 struct Entry<V> {
     key: Key,
     path: PathBuf,
-    value: Rc<V>,
+    value: Arc<V>,
     last_used: u64,
     uses: u64,
 }
@@ -93,23 +93,23 @@ impl<V> Registry<V> {
         path: &Path,
         max: usize,
         make: impl FnOnce() -> Result<V, E>,
-    ) -> Result<(Rc<V>, bool), E> {
+    ) -> Result<(Arc<V>, bool), E> {
         self.clock += 1;
         if let Some(entry) = self.entries.iter_mut().find(|e| e.key == key) {
             entry.last_used = self.clock;
             entry.uses += 1;
-            return Ok((Rc::clone(&entry.value), true));
+            return Ok((Arc::clone(&entry.value), true));
         }
         // Make room first, so that an evicted model is freed before the new
         // one is loaded (when nobody else holds it).
         self.shrink_to(max.saturating_sub(1));
-        let value = Rc::new(make()?);
+        let value = Arc::new(make()?);
         self.misses += 1;
         if max > 0 {
             self.entries.push(Entry {
                 key,
                 path: path.to_path_buf(),
-                value: Rc::clone(&value),
+                value: Arc::clone(&value),
                 last_used: self.clock,
                 uses: 1,
             });
@@ -119,16 +119,16 @@ impl<V> Registry<V> {
 
     /// Forget `value` if the table holds it; true when it did.
     #[cfg(test)]
-    pub fn remove(&mut self, value: &Rc<V>) -> bool {
-        self.remove_at(Rc::as_ptr(value).cast())
+    pub fn remove(&mut self, value: &Arc<V>) -> bool {
+        self.remove_at(Arc::as_ptr(value).cast())
     }
 
-    /// Forget the value at `address` (the value behind an `Rc` whatever type
+    /// Forget the value at `address` (the value behind an `Arc` whatever type
     /// it is seen as); true when the table held it.
     pub fn remove_at(&mut self, address: *const ()) -> bool {
         let before = self.entries.len();
         self.entries
-            .retain(|e| !std::ptr::eq(Rc::as_ptr(&e.value).cast::<()>(), address));
+            .retain(|e| !std::ptr::eq(Arc::as_ptr(&e.value).cast::<()>(), address));
         self.entries.len() != before
     }
 
@@ -201,7 +201,7 @@ mod tests {
         }
     }
 
-    fn get(r: &mut Registry<String>, ino: u64, max: usize) -> (Rc<String>, bool) {
+    fn get(r: &mut Registry<String>, ino: u64, max: usize) -> (Arc<String>, bool) {
         let path = PathBuf::from(format!("/m/{ino}"));
         match r.get_or_make::<Infallible>(key(ino), &path, max, || Ok(format!("model {ino}"))) {
             Ok(found) => found,
@@ -215,7 +215,7 @@ mod tests {
         let (a, found_a) = get(&mut r, 1, 2);
         let (b, found_b) = get(&mut r, 1, 2);
         assert!(!found_a && found_b);
-        assert!(Rc::ptr_eq(&a, &b));
+        assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(r.misses(), 1);
         assert_eq!(r.listing()[0].uses, 2);
     }
@@ -265,7 +265,7 @@ mod tests {
         let mut r = Registry::default();
         let (a, _) = get(&mut r, 1, 0);
         let (b, found) = get(&mut r, 1, 0);
-        assert!(!found && !Rc::ptr_eq(&a, &b));
+        assert!(!found && !Arc::ptr_eq(&a, &b));
         assert!(r.is_empty());
     }
 

@@ -13,7 +13,6 @@
 //!   evaluation of everything before them (system prompt, instruction,
 //!   query), and are evaluated together, several sequences per batch.
 
-use std::cell::RefCell;
 use std::path::Path;
 
 use llama_cpp_2::token::LlamaToken;
@@ -22,6 +21,7 @@ use super::context::{cells_for, BatchToken, Context, Shape};
 use super::embed::{self, BATCH_TOKENS};
 use super::model::Model;
 use super::prefix_cache::common_prefix;
+use super::shelf::{Fit, Shelf};
 use crate::chat::{Message, Role};
 use crate::common::error::{InferenceError, InferenceResult, List, LoadError};
 use crate::common::params::{GenerateParams, LoadParams, Pooling, StopCheck};
@@ -80,7 +80,8 @@ pub struct Reranker {
     judge: Judge,
     n_ctx: u32,
     instruction: String,
-    judging: RefCell<Option<Judging>>,
+    /// Lent to one call at a time (see [`Shelf`]).
+    judging: Shelf<Judging>,
 }
 
 impl std::fmt::Debug for Reranker {
@@ -147,7 +148,7 @@ impl Reranker {
                 .instruction
                 .clone()
                 .unwrap_or_else(|| DEFAULT_INSTRUCTION.to_owned()),
-            judging: RefCell::new(None),
+            judging: Shelf::default(),
         })
     }
 
@@ -276,35 +277,32 @@ impl Reranker {
         targets: [Option<LlamaToken>; 4],
         stop: StopCheck,
     ) -> InferenceResult<Vec<[f64; 4]>> {
-        let mut judging = self
-            .judging
-            .try_borrow_mut()
-            .map_err(|_| InferenceError::Busy)?;
         let longest = prompts.iter().map(Vec::len).max().unwrap_or(1);
         // Every prompt fits in `n_ctx` (checked): so do the cells.
         let cells = u32::try_from(cells_for(longest as u64)).unwrap_or(u32::MAX);
         let shape = Shape::logits(cells, JUDGE_SEQUENCES + 1, BATCH_TOKENS);
-        if judging
-            .as_ref()
-            .is_some_and(|j| j.ctx.shape() != shape || !j.ctx.is_usable())
-        {
-            *judging = None;
-        }
-        let state = match &mut *judging {
+        let kept = self.judging.take(|j| {
+            if j.ctx.shape() == shape && j.ctx.is_usable() {
+                Fit::Fits(0)
+            } else {
+                Fit::Misfit
+            }
+        });
+        let mut state = match kept {
             Some(j) => j,
-            None => judging.insert(Judging {
+            None => Judging {
                 ctx: self.model.new_context(shape)?,
                 prefix: Vec::new(),
-            }),
+            },
         };
         let claim = self.model.claim();
         if let Some(claim) = &claim {
             state.ctx.set_threads(claim.threads());
         }
         state.ctx.set_stop(stop);
-        let result = judge_in(state, prefix, prompts, targets);
-        if result.is_err() {
-            *judging = None;
+        let result = judge_in(&mut state, prefix, prompts, targets);
+        if result.is_ok() {
+            self.judging.put(state);
         }
         result
     }

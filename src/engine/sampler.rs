@@ -37,6 +37,12 @@ pub struct GrammarSampler {
     model: Arc<LlamaModel>,
 }
 
+// SAFETY: a llama.cpp grammar sampler is plain data (the parsed rules, the
+// parse stacks and a pointer to the vocabulary, which is read-only and kept
+// alive by `model`); it may move to another thread. It is not `Sync`:
+// applying and accepting mutate it, and take `&mut self`.
+unsafe impl Send for GrammarSampler {}
+
 impl GrammarSampler {
     /// Let llama.cpp parse `gbnf` (start rule `root`) for `model`; its
     /// parser's message becomes the error.

@@ -73,6 +73,11 @@ impl Session {
         self.ctx.is_usable()
     }
 
+    /// How many tokens at the start of `prompt` the cache holds already.
+    pub fn shared_with(&self, prompt: &[LlamaToken]) -> usize {
+        common_prefix(&self.cached, prompt)
+    }
+
     /// Tokens in the cache, which is also the position of the next one.
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {

@@ -17,7 +17,8 @@
 //! starts a stream and lends it its session; the stream gives the session
 //! back to the model when it ends (they import each other on purpose).
 
-use std::rc::Rc;
+use std::sync::Arc;
+use std::thread::ThreadId;
 
 use llama_cpp_2::token::LlamaToken;
 
@@ -54,7 +55,10 @@ struct Lease {
 
 /// A generation read piece by piece (see the module documentation).
 pub struct Stream {
-    model: Rc<Model>,
+    model: Arc<Model>,
+    /// The thread that opened the stream, whose other calls on the model
+    /// are refused until it ends.
+    thread: ThreadId,
     params: GenerateParams,
     lease: Option<Lease>,
     state: State,
@@ -76,7 +80,8 @@ impl Stream {
     /// handed it (its reusable session, given back when the stream ends).
     /// `parts` is set for a chat reply.
     pub(super) fn new(
-        model: Rc<Model>,
+        model: Arc<Model>,
+        thread: ThreadId,
         session: Session,
         sampler: Sampler,
         prompt: Vec<LlamaToken>,
@@ -85,6 +90,7 @@ impl Stream {
     ) -> Self {
         Self {
             model,
+            thread,
             params,
             lease: Some(Lease {
                 session,
@@ -240,7 +246,7 @@ impl Stream {
     fn give_back(&mut self, consistent: bool) {
         if let Some(lease) = self.lease.take() {
             self.model
-                .return_session(consistent.then_some(lease.session));
+                .return_session(self.thread, consistent.then_some(lease.session));
         }
     }
 }

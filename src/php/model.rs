@@ -5,7 +5,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use ext_php_rs::binary::Binary;
 use ext_php_rs::boxed::ZBox;
@@ -40,18 +40,18 @@ use crate::remote::Remote;
 pub struct Model {
     /// What runs the model: loaded in this process (shared with the
     /// process's table when persistent) or served over HTTP.
-    inner: Option<Rc<dyn Backend>>,
+    inner: Option<Arc<dyn Backend>>,
     persistent: bool,
 }
 
 impl Model {
-    fn backend(&self) -> Result<&Rc<dyn Backend>, CallError> {
+    fn backend(&self) -> Result<&Arc<dyn Backend>, CallError> {
         self.inner.as_ref().ok_or(CallError::Closed)
     }
 
     /// The backend for a generation with `options`, refused first when it
     /// cannot honour one of them.
-    fn generating(&self, options: &OptionsArg<'_>) -> Result<&Rc<dyn Backend>, CallError> {
+    fn generating(&self, options: &OptionsArg<'_>) -> Result<&Arc<dyn Backend>, CallError> {
         let backend = self.backend()?;
         refused_options(options, |key| backend.refuses_option(key))?;
         Ok(backend)
@@ -124,10 +124,10 @@ impl Model {
         // Bytes, not text: a path that is not UTF-8 gets its own error.
         let path: Vec<u8> = path.into();
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
-        let model: Rc<dyn Backend> = if request.persistent {
+        let model: Arc<dyn Backend> = if request.persistent {
             persistent::load(path, &request.params)?.0
         } else {
-            Rc::new(engine::Model::load(path, &request.params)?)
+            Arc::new(engine::Model::load(path, &request.params)?)
         };
         Ok(Self {
             inner: Some(model),
@@ -155,7 +155,7 @@ impl Model {
         let params = connect_params(url, options)?;
         let remote = Remote::connect(params).map_err(engine::LoadError::from)?;
         Ok(Self {
-            inner: Some(Rc::new(remote)),
+            inner: Some(Arc::new(remote)),
             persistent: false,
         })
     }
@@ -211,7 +211,7 @@ impl Model {
         let backend = self.generating(&options)?;
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         Ok(Stream::new(
-            Rc::clone(backend).stream_chat(&prompt.messages, params)?,
+            Arc::clone(backend).stream_chat(&prompt.messages, params)?,
             true,
         ))
     }
@@ -235,7 +235,7 @@ impl Model {
         let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
         chat_only_options(&params)?;
         Ok(Stream::new(
-            Rc::clone(backend).stream_raw(&prompt, addBos, params)?,
+            Arc::clone(backend).stream_raw(&prompt, addBos, params)?,
             false,
         ))
     }

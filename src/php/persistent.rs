@@ -1,55 +1,67 @@
 //! The process's persistent models (`Model::load($path, ['persistent' =>
 //! true])`).
 //!
-//! PHP-FPM, the CLI and `php -S` run one request at a time per process (this
-//! extension is built for non-thread-safe PHP), so the table is the thread's
-//! own. A worker forked after a model was kept inherits the table: the
-//! weights are memory it shares with its parent, and the model's context,
-//! whose threads did not survive the fork, is rebuilt on the first call (see
-//! `engine::context`).
+//! One table for the whole process, behind a lock: PHP-FPM, the CLI and
+//! `php -S` run one request at a time per process, and thread-safe PHP runs
+//! its requests as threads that share the table, and so each model (a model
+//! may be called from several threads at once). The lock is held while a
+//! missing model is loaded, so that two threads asking for the same file
+//! load it once. A worker forked after a model was kept inherits the table:
+//! the weights are memory it shares with its parent, and the model's
+//! contexts, whose threads did not survive the fork, are rebuilt on the
+//! first call (see `engine::context`).
 
-use std::cell::RefCell;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::engine::persistent::{FileId, Key, Listing, Registry};
 use crate::engine::{self, LoadError, LoadParams};
 
-thread_local! {
-    static MODELS: RefCell<Registry<engine::Model>> = RefCell::new(Registry::default());
+static MODELS: Mutex<Option<Registry<engine::Model>>> = Mutex::new(None);
+
+/// The table, locked. A load that panicked added nothing to it, so a
+/// poisoned lock is used as it is.
+fn models() -> MutexGuard<'static, Option<Registry<engine::Model>>> {
+    MODELS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The persistent model for `path` with `params`: the one this process
 /// keeps, or a fresh load that it keeps from now on. The flag says whether
 /// it was kept already.
-pub fn load(path: &Path, params: &LoadParams) -> Result<(Rc<engine::Model>, bool), LoadError> {
+pub fn load(path: &Path, params: &LoadParams) -> Result<(Arc<engine::Model>, bool), LoadError> {
     let Ok(file) = FileId::of(path) else {
         // Missing, unreadable...: the plain load says precisely why.
-        return engine::Model::load(path, params).map(|m| (Rc::new(m), false));
+        return engine::Model::load(path, params).map(|m| (Arc::new(m), false));
     };
     let key = Key {
         file,
         params: params.clone(),
     };
     let max = super::settings::max_models();
-    MODELS.with_borrow_mut(|models| {
-        models.get_or_make(key, path, max, || engine::Model::load(path, params))
-    })
+    models()
+        .get_or_insert_with(Registry::default)
+        .get_or_make(key, path, max, || engine::Model::load(path, params))
 }
 
 /// Forget `model` (`close()`): the process no longer keeps it, and its
-/// memory goes when the last object of this request using it goes.
-pub fn forget(model: &Rc<dyn crate::common::Backend>) {
-    MODELS.with_borrow_mut(|models| models.remove_at(Rc::as_ptr(model).cast()));
+/// memory goes when the last object using it goes.
+pub fn forget(model: &Arc<dyn crate::common::Backend>) {
+    if let Some(models) = models().as_mut() {
+        models.remove_at(Arc::as_ptr(model).cast());
+    }
 }
 
-/// Free every persistent model (MSHUTDOWN).
+/// Free every persistent model (MSHUTDOWN). The models are dropped after
+/// the lock is released.
 pub fn clear() {
-    MODELS.with_borrow_mut(Registry::clear);
+    let taken = models().take();
+    drop(taken);
 }
 
 /// The models kept, most recently used first, and how many loads the process
 /// made to fill the table.
 pub fn listing() -> (Vec<Listing>, u64) {
-    MODELS.with_borrow(|models| (models.listing(), models.misses()))
+    models()
+        .as_ref()
+        .map_or((Vec::new(), 0), |m| (m.listing(), m.misses()))
 }

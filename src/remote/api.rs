@@ -1,7 +1,7 @@
 //! A model served over HTTP as a [`Backend`]: the calls of a model loaded in
 //! this process, and the refusals worded once for what only that one can do.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
@@ -57,7 +57,7 @@ impl Backend for Remote {
     }
 
     fn stream_chat(
-        self: Rc<Self>,
+        self: Arc<Self>,
         messages: &[Message],
         params: GenerateParams,
     ) -> InferenceResult<Box<dyn PieceStream>> {
@@ -65,7 +65,7 @@ impl Backend for Remote {
     }
 
     fn stream_raw(
-        self: Rc<Self>,
+        self: Arc<Self>,
         prompt: &str,
         add_bos: bool,
         params: GenerateParams,
