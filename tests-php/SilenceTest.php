@@ -58,4 +58,28 @@ final class SilenceTest extends InferTestCase
             PHP);
         $this->assertSame([0, 'load-error inference-error', ''], [$status, $stdout, $stderr]);
     }
+
+    /**
+     * A token item the vocabulary lacks: llama.cpp's grammar parser would
+     * print its complaint to stderr, so the extension checks token items
+     * against the vocabulary first and says where the item is.
+     */
+    public function testAGrammarTokenTheModelLacksIsRefusedSilentlyWithItsPlace(): void
+    {
+        [$status, $stdout, $stderr] = $this->runPhp(<<<'PHP'
+            $m = Displace\Infer\Model::load(getenv('INFER_MODEL'));
+            try {
+                $m->raw('Say x.', maxTokens: 4, options: ['grammar' => "root ::= \"x\" |\n  <no-such-token>"]);
+            } catch (Displace\Infer\InferenceException $e) {
+                echo get_class($e), ': ', $e->getMessage();
+            }
+            PHP);
+        $this->assertSame(0, $status);
+        $this->assertSame('', $stderr);
+        $this->assertMatchesRegularExpression(
+            "/^Displace\\\\Infer\\\\InferenceException: llama\\.cpp rejected the grammar: line 2, column 3: "
+                . "invalid token '<no-such-token>': it is \\d+ tokens of this model's vocabulary, not one$/",
+            $stdout,
+        );
+    }
 }

@@ -244,3 +244,98 @@ fn batches_on_several_threads_match_their_sequential_results() {
         assert_eq!(texts.as_ref(), Ok(&expected), "thread {i}");
     }
 }
+
+/// GGUF files that llama.cpp refuses, each for its own reason, and a word of
+/// the reason it logs.
+fn broken_files(dir: &std::path::Path) -> Vec<(std::path::PathBuf, &'static str)> {
+    let mut v1 = b"GGUF".to_vec();
+    v1.extend_from_slice(&1u32.to_le_bytes());
+    v1.extend_from_slice(&[0; 32]);
+    let mut v99 = b"GGUF".to_vec();
+    v99.extend_from_slice(&99u32.to_le_bytes());
+    v99.extend_from_slice(&[0; 32]);
+    let mut tensors = b"GGUF".to_vec();
+    tensors.extend_from_slice(&3u32.to_le_bytes());
+    tensors.extend_from_slice(&u64::MAX.to_le_bytes());
+    tensors.extend_from_slice(&0u64.to_le_bytes());
+    let mut key = b"GGUF".to_vec();
+    key.extend_from_slice(&3u32.to_le_bytes());
+    key.extend_from_slice(&0u64.to_le_bytes());
+    key.extend_from_slice(&1u64.to_le_bytes());
+    key.extend_from_slice(&u64::MAX.to_le_bytes());
+    [
+        ("v1", v1, "GGUFv1"),
+        ("v99", v99, "version 99"),
+        ("tensors", tensors, "number of tensors"),
+        ("key", key, "string length"),
+    ]
+    .into_iter()
+    .map(|(name, bytes, word)| {
+        let path = dir.join(format!("{name}.gguf"));
+        std::fs::write(&path, bytes).expect("write a test file");
+        (path, word)
+    })
+    .collect()
+}
+
+#[test]
+fn each_failing_call_reports_its_own_diagnostics() {
+    let dir = std::env::temp_dir().join(format!("infer-threads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a directory for the test files");
+    let files = Arc::new(broken_files(&dir));
+    let model = load();
+    let all_words: Vec<&str> = files.iter().map(|(_, w)| *w).collect();
+    let shared = Arc::clone(&model);
+    let files_in = Arc::clone(&files);
+    let got = together(move |i| {
+        let mut messages = Vec::new();
+        for _ in 0..5 {
+            let (path, _) = &files_in[i];
+            let load = Model::load(path, &LoadParams::default());
+            messages.push(load.map(|_| ()).map_err(|e| e.to_string()));
+            // A grammar whose token item the vocabulary lacks, its own per
+            // thread, between the loads of the others.
+            let gbnf =
+                CheckedGbnf::new(format!("root ::= \"x\" <notatoken{i}>")).expect("valid syntax");
+            let params = GenerateParams {
+                max_tokens: 4,
+                n_ctx: 256,
+                constraint: Some(Constraint::Grammar(gbnf)),
+                ..GenerateParams::default()
+            };
+            let refused = shared.raw("Say x.", true, &params);
+            messages.push(refused.map(|_| ()).map_err(|e| e.to_string()));
+        }
+        messages
+    });
+    for (i, messages) in got.into_iter().enumerate() {
+        let (path, word) = &files[i];
+        for (round, message) in messages.iter().enumerate() {
+            let message = message.as_ref().expect_err("the call fails");
+            if round % 2 == 0 {
+                assert!(
+                    message.contains(word) && message.contains(&*path.to_string_lossy()),
+                    "thread {i}: {message}"
+                );
+                for (other, w) in all_words.iter().enumerate() {
+                    assert!(
+                        other == i || !message.contains(w),
+                        "thread {i} got thread {other}'s line: {message}"
+                    );
+                }
+            } else {
+                assert_eq!(
+                    message,
+                    &format!(
+                        "llama.cpp rejected the grammar: line 1, column 14: invalid token \
+                         '<notatoken{i}>': it is {} tokens of this model's vocabulary, not one",
+                        model.count_tokens(&format!("<notatoken{i}>"), true)
+                    ),
+                    "thread {i}"
+                );
+            }
+        }
+    }
+    let removed = std::fs::remove_dir_all(&dir);
+    assert!(removed.is_ok(), "{removed:?}");
+}

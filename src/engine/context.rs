@@ -22,7 +22,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_sys_2 as sys;
 
-use super::backend::{clear_diagnostics, take_diagnostics};
+use super::backend::logged;
 use super::prefix_store::StoredState;
 use crate::common::error::{InferenceError, InferenceResult};
 use crate::common::params::{Pooling, StopCheck};
@@ -357,16 +357,10 @@ impl Context {
             params.n_threads = threads;
             params.n_threads_batch = threads;
             params.no_perf = true;
-            clear_diagnostics();
-            let ctx = NonNull::new(sys::llama_init_from_model(
-                model_ptr(model).as_ptr(),
-                params,
-            ))
-            .ok_or_else(|| {
-                failed(
-                    take_diagnostics()
-                        .unwrap_or_else(|| "llama.cpp returned no context".to_owned()),
-                )
+            let (made, log) =
+                logged(|| sys::llama_init_from_model(model_ptr(model).as_ptr(), params));
+            let ctx = NonNull::new(made).ok_or_else(|| {
+                failed(log.unwrap_or_else(|| "llama.cpp returned no context".to_owned()))
             })?;
             let mut tp_params = sys::ggml_threadpool_params_default(threads);
             tp_params.poll = poll.min(100);
@@ -501,9 +495,8 @@ impl Context {
             }
         }
         b.n_tokens = n as i32;
-        clear_diagnostics();
         // SAFETY: a live context and a batch filled above.
-        let code = unsafe { sys::llama_decode(self.ctx.as_ptr(), *b) };
+        let (code, log) = logged(|| unsafe { sys::llama_decode(self.ctx.as_ptr(), *b) });
         if code == 2 {
             // Aborted by the stop check; the micro-batches computed before
             // stay in the memory, so the caller drops them.
@@ -511,8 +504,7 @@ impl Context {
         }
         if code != 0 {
             return Err(InferenceError::DecodeFailed {
-                detail: take_diagnostics()
-                    .unwrap_or_else(|| format!("llama_decode returned {code}")),
+                detail: log.unwrap_or_else(|| format!("llama_decode returned {code}")),
             });
         }
         Ok(())

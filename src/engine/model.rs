@@ -14,7 +14,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 use serde_json::{Map, Value as Json};
 
-use super::backend::{backend, clear_diagnostics, take_diagnostics};
+use super::backend::{backend, logged};
 use super::batch;
 use super::context::{self, Context, Shape};
 use super::devices::{self, Device};
@@ -143,12 +143,10 @@ impl Model {
             .with_n_gpu_layers(params.n_gpu_layers)
             .with_use_mmap(params.use_mmap)
             .with_use_mlock(params.use_mlock);
-        clear_diagnostics();
-        let model = LlamaModel::load_from_file(backend, utf8, &model_params).map_err(|e| {
-            LoadError::Rejected {
-                path: path.to_path_buf(),
-                detail: take_diagnostics().unwrap_or_else(|| e.to_string()),
-            }
+        let (loaded, log) = logged(|| LlamaModel::load_from_file(backend, utf8, &model_params));
+        let model = loaded.map_err(|e| LoadError::Rejected {
+            path: path.to_path_buf(),
+            detail: log.unwrap_or_else(|| e.to_string()),
         })?;
         // Generating models share their prefixes with the machine's other
         // processes when the file can be identified.

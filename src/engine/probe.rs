@@ -8,7 +8,7 @@ use std::sync::Arc;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 
-use super::backend::{backend, clear_diagnostics, take_diagnostics};
+use super::backend::{backend, logged};
 use super::sampler::GrammarSampler;
 use crate::common::error::InferenceError;
 use crate::common::error::LoadError;
@@ -34,12 +34,11 @@ impl GrammarProbe {
             path: path.to_path_buf(),
         })?;
         let params = LlamaModelParams::default().with_vocab_only(true);
-        clear_diagnostics();
-        let model = LlamaModel::load_from_file(backend()?, utf8, &params).map_err(|e| {
-            LoadError::Rejected {
-                path: path.to_path_buf(),
-                detail: take_diagnostics().unwrap_or_else(|| e.to_string()),
-            }
+        let backend = backend()?;
+        let (loaded, log) = logged(|| LlamaModel::load_from_file(backend, utf8, &params));
+        let model = loaded.map_err(|e| LoadError::Rejected {
+            path: path.to_path_buf(),
+            detail: log.unwrap_or_else(|| e.to_string()),
         })?;
         Ok(Self {
             model: Arc::new(model),

@@ -19,7 +19,7 @@ use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 use llama_cpp_2::token::LlamaToken;
 
-use super::backend::{capture_stderr, clear_diagnostics, first_line, take_diagnostics};
+use super::backend::logged;
 use super::think::Phase;
 use crate::common::error::{InferenceError, InferenceResult};
 use crate::common::params::{Constraint, GenerateParams, REPEAT_LAST_N};
@@ -44,16 +44,31 @@ pub struct GrammarSampler {
 unsafe impl Send for GrammarSampler {}
 
 impl GrammarSampler {
-    /// Let llama.cpp parse `gbnf` (start rule `root`) for `model`; its
-    /// parser's message becomes the error.
+    /// Let llama.cpp parse `gbnf` (start rule `root`) for `model`.
+    ///
+    /// The checker has refused every grammar llama.cpp's parser would
+    /// refuse but one kind, which needs the vocabulary: a `<text>` token
+    /// item that is not exactly one token. That is checked here, the way
+    /// llama.cpp checks it, so that its parser never fails: it would print
+    /// its complaint to the process's stderr rather than to the log.
     pub fn parse(model: &Arc<LlamaModel>, gbnf: &CheckedGbnf) -> InferenceResult<Self> {
-        clear_diagnostics();
-        let (parsed, printed) =
-            capture_stderr(|| LlamaSampler::grammar(model, gbnf.as_str(), "root"));
+        for item in gbnf.token_texts() {
+            let tokens = model.vocab().tokenize(item.text.as_bytes(), false, true);
+            if tokens.len() != 1 {
+                return Err(InferenceError::GrammarRejected {
+                    detail: format!(
+                        "line {}, column {}: invalid token '{}': it is {} tokens of this model's vocabulary, not one",
+                        item.line,
+                        item.column,
+                        item.text,
+                        tokens.len()
+                    ),
+                });
+            }
+        }
+        let (parsed, log) = logged(|| LlamaSampler::grammar(model, gbnf.as_str(), "root"));
         let sampler = parsed.map_err(|e| InferenceError::GrammarRejected {
-            detail: first_line(&printed)
-                .or_else(take_diagnostics)
-                .unwrap_or_else(|| e.to_string()),
+            detail: log.unwrap_or_else(|| e.to_string()),
         })?;
         Ok(Self {
             sampler: ManuallyDrop::new(sampler),

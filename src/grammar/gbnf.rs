@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::check::{check, GrammarError};
+use super::check::{check, GrammarError, TokenText};
 
 /// GBNF text (start rule `root`) that passed [`check`], so llama.cpp can
 /// load and run it without crashing, hanging or exhausting memory.
@@ -15,6 +15,10 @@ use super::check::{check, GrammarError};
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct CheckedGbnf {
     text: Arc<str>,
+    /// The `<text>` token items, which the engine checks against the
+    /// model's vocabulary before llama.cpp parses the grammar (llama.cpp's
+    /// parser would print its complaint to the process's stderr).
+    token_texts: Arc<[TokenText]>,
 }
 
 impl CheckedGbnf {
@@ -25,8 +29,16 @@ impl CheckedGbnf {
     /// The checker's first finding, with its line and column.
     pub fn new(text: impl Into<Arc<str>>) -> Result<Self, GrammarError> {
         let text = text.into();
-        check(&text)?;
-        Ok(Self { text })
+        let checked = check(&text)?;
+        Ok(Self {
+            text,
+            token_texts: checked.token_texts().into(),
+        })
+    }
+
+    /// The `<text>` token items, each text once, in text order.
+    pub fn token_texts(&self) -> &[TokenText] {
+        &self.token_texts
     }
 
     /// The grammar's text.

@@ -29,7 +29,7 @@ impl Fail {
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-fn line_col(src: &str, pos: usize) -> (usize, usize) {
+pub(super) fn line_col(src: &str, pos: usize) -> (usize, usize) {
     let mut end = pos.min(src.len());
     while !src.is_char_boundary(end) {
         end -= 1;

@@ -144,10 +144,23 @@ pub struct CheckedGrammar {
 }
 
 /// Token items in a grammar, which only the model's vocabulary can check.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct TokenUse {
     max_id: Option<u32>,
-    text: bool,
+    /// Each `<text>` item once, `<` and `>` included, with its line and
+    /// column, in text order.
+    texts: Vec<TokenText>,
+}
+
+/// A `<text>` (or `!<text>`) item: llama.cpp tokenizes `text` (angle
+/// brackets included, control-token markup parsed) and rejects the grammar
+/// unless it is exactly one token of the model.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TokenText {
+    pub text: String,
+    /// 1-based line and column (in characters) of the `<`.
+    pub line: usize,
+    pub column: usize,
 }
 
 impl CheckedGrammar {
@@ -193,7 +206,12 @@ impl CheckedGrammar {
     /// Whether the grammar has `<text>` / `!<text>` items: llama.cpp rejects
     /// the grammar when such a text is not exactly one token of the model.
     pub fn uses_text_tokens(&self) -> bool {
-        self.tokens.text
+        !self.tokens.texts.is_empty()
+    }
+
+    /// The `<text>` items, each text once, in text order.
+    pub fn token_texts(&self) -> &[TokenText] {
+        &self.tokens.texts
     }
 }
 

@@ -4,10 +4,11 @@
 use crate::hashing::Map;
 
 use super::elements::{to_u32, DeadSite, Elem, Kind, Origin, Sym};
+use super::errors::line_col;
 use super::errors::{excerpt, is_name_byte, name_hint, show_char, where_is, Fail};
 use super::repetition::Repeat;
 use super::rules::Grammar;
-use super::{TokenUse, LAST_CODE_POINT, MAX_NESTING, UNSET};
+use super::{TokenText, TokenUse, LAST_CODE_POINT, MAX_NESTING, UNSET};
 
 /// A rule being built: the rule itself or a group inside it.
 pub(super) struct Frame {
@@ -569,8 +570,17 @@ impl<'a> Parser<'a> {
                 .and_then(|rest| rest.iter().position(|&b| b == b'>'))
             {
                 Some(offset) => {
-                    self.tokens.text = true;
-                    (0, pos + offset + 1)
+                    let end = pos + offset + 1;
+                    let text = String::from_utf8_lossy(&self.bytes[pos - 1..end]);
+                    if !self.tokens.texts.iter().any(|t| t.text == text) {
+                        let (line, column) = line_col(self.src, pos - 1);
+                        self.tokens.texts.push(TokenText {
+                            text: text.into_owned(),
+                            line,
+                            column,
+                        });
+                    }
+                    (0, end)
                 }
                 None => return Err(Fail::new(start, "unterminated token: expected \">\"")),
             }

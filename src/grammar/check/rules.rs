@@ -76,7 +76,7 @@ impl<'a> Grammar<'a> {
             llama_rules: self.n,
             elements: (0..self.n).map(|id| self.elems(id).len()).sum(),
             parse_stacks,
-            tokens: self.tokens,
+            tokens: self.tokens.clone(),
         }
     }
 

@@ -36,6 +36,21 @@ fn reports_rule_names_and_counts() {
 }
 
 #[test]
+fn lists_each_token_text_once_with_its_place() {
+    let checked = check("root ::= <|end|> x |\n  !<think> <|end|>\nx ::= \"é\" <a>").unwrap();
+    let texts: Vec<(&str, usize, usize)> = checked
+        .token_texts()
+        .iter()
+        .map(|t| (t.text.as_str(), t.line, t.column))
+        .collect();
+    // Rules are read in text order; `<|end|>` counts once.
+    assert_eq!(
+        texts,
+        [("<|end|>", 1, 10), ("<think>", 2, 4), ("<a>", 3, 11)]
+    );
+}
+
+#[test]
 fn rejects_invalid_grammars() {
     for &(name, text, line, column, message) in INVALID {
         let expected = GrammarError {
