@@ -15,16 +15,28 @@
 //! releases when the process dies, so a crashed worker never leaks one.
 //! Where the registry cannot be used, every call runs on every core, as
 //! before.
+//!
+//! Counting the slots takes up to [`SLOTS`] `flock` calls. A generating
+//! call recounts every few tokens, so the count is shared by the process's
+//! threads and kept for [`CENSUS_TTL`]: however many threads generate, the
+//! slots are counted at most once per period (and at once after this
+//! process takes or frees one).
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// Slots in the registry: at most this many processes are counted; more
 /// generate with one thread each.
 pub const SLOTS: usize = 64;
+
+/// How long a count of the occupied slots serves before it is taken again:
+/// about the time of four tokens of a small model, the cadence at which a
+/// call asks.
+pub const CENSUS_TTL: Duration = Duration::from_millis(40);
 
 /// The slot files of this process, opened once (again after a `fork()`: a
 /// child must not share open file descriptions, and so locks, with its
@@ -34,6 +46,10 @@ struct SlotFiles {
     /// Slots held by this process (a thread-safe PHP build may generate on
     /// several threads at once; `flock` cannot tell them apart).
     held: [bool; SLOTS],
+    /// The last count of occupied slots and when it was taken.
+    census: Option<(Instant, [bool; SLOTS])>,
+    /// How many counts were taken (for tests).
+    counts: u64,
 }
 
 /// This process's registry, once tried: the pid it was opened in, and the
@@ -77,6 +93,8 @@ impl SlotFiles {
         Some(Self {
             files,
             held: [false; SLOTS],
+            census: None,
+            counts: 0,
         })
     }
 
@@ -95,6 +113,7 @@ impl SlotFiles {
     fn claim(&mut self) -> Option<usize> {
         let slot = (0..SLOTS).find(|&i| !self.held[i] && self.try_lock(i, libc::LOCK_EX))?;
         self.held[slot] = true;
+        self.census = None;
         Some(slot)
     }
 
@@ -102,11 +121,27 @@ impl SlotFiles {
         if self.held[slot] {
             self.unlock(slot);
             self.held[slot] = false;
+            self.census = None;
         }
     }
 
-    /// Which slots are held, by this process or another.
-    fn occupied(&self) -> [bool; SLOTS] {
+    /// Which slots are held: the count of the last [`CENSUS_TTL`], or a
+    /// new one.
+    fn occupied(&mut self) -> [bool; SLOTS] {
+        let now = Instant::now();
+        if let Some((taken, occupied)) = self.census {
+            if now.duration_since(taken) < CENSUS_TTL {
+                return occupied;
+            }
+        }
+        let occupied = self.count();
+        self.census = Some((now, occupied));
+        self.counts += 1;
+        occupied
+    }
+
+    /// Which slots are held now, by this process or another.
+    fn count(&self) -> [bool; SLOTS] {
         let mut out = self.held;
         for (i, busy) in out.iter_mut().enumerate() {
             if !*busy {
@@ -227,6 +262,7 @@ mod tests {
 
     #[test]
     fn claims_in_one_process_are_counted_and_released() {
+        let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
         let first = Claim::take(4);
         assert!(matches!(first.place, Place::Slot(_)), "{first:?}");
         let alone = first.threads();
@@ -237,6 +273,46 @@ mod tests {
         assert!(alone >= first.threads());
         drop(second);
         assert_eq!(first.threads(), alone, "the second claim was released");
+    }
+
+    /// Held by the tests that use this process's registry, whose counts
+    /// the others would change.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    /// How many times this process counted the slots.
+    fn counts() -> u64 {
+        with_registry(|r| Some(r.counts)).unwrap_or(0)
+    }
+
+    #[test]
+    fn threads_asking_at_once_share_one_count_of_the_slots() {
+        let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+        let claims: Vec<Claim> = (0..4).map(|_| Claim::take(2)).collect();
+        let first = claims[0].threads();
+        let before = counts();
+        let started = Instant::now();
+        let asked: Vec<u32> = std::thread::scope(|s| {
+            let handles: Vec<_> = claims
+                .iter()
+                .map(|c| s.spawn(move || (0..50).map(|_| c.threads()).sum::<u32>()))
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        let recounts = counts() - before;
+        assert_eq!(asked.len(), 4);
+        // 200 questions; the slots were counted once per period at most.
+        let periods = started.elapsed().as_millis() / CENSUS_TTL.as_millis() + 1;
+        assert!(
+            u128::from(recounts) <= periods,
+            "{recounts} counts in {periods} periods"
+        );
+        assert!(first >= 1);
+        drop(claims);
+        // Freeing a slot here is seen at once.
+        let alone = Claim::take(2);
+        let before = counts();
+        assert!(alone.threads() >= 1);
+        assert_eq!(counts(), before + 1, "a fresh count after the claim");
     }
 
     #[test]
