@@ -44,10 +44,41 @@ php -n -d extension="$so" -r '
 rm -rf "$stage"
 ONE
 
+# A thread-safe PHP is refused unless --enable-infer-zts asks for the
+# untested build: configure is shown a php-config whose headers say ZTS.
+cat >"$work/zts-refusal.sh" <<'ZTS'
+set -euo pipefail
+cd "$(dirname "$0")/ext"
+fake=$(mktemp -d)
+mkdir -p "$fake/include/main"
+sed 's/^#define ZTS .*//' "$(php-config --include-dir)/main/php_config.h" >"$fake/include/main/php_config.h"
+echo '#define ZTS 1' >>"$fake/include/main/php_config.h"
+cat >"$fake/php-config" <<FAKE
+#!/bin/sh
+if [ "\$1" = --include-dir ]; then echo "$fake/include"; else exec php-config "\$@"; fi
+FAKE
+chmod +x "$fake/php-config"
+phpize >/dev/null
+if ./configure --with-php-config="$fake/php-config" >"$fake/out" 2>&1; then
+    echo "error: configure accepted a thread-safe PHP" >&2; exit 1
+fi
+grep -q 'infer is not tested on thread-safe (ZTS) PHP.*--enable-infer-zts' "$fake/out" \
+    || { echo "error: configure refused ZTS without saying how to build anyway:" >&2; cat "$fake/out" >&2; exit 1; }
+./configure --with-php-config="$fake/php-config" --enable-infer-zts >"$fake/out" 2>&1 \
+    || { echo "error: --enable-infer-zts did not build past the check:" >&2; cat "$fake/out" >&2; exit 1; }
+grep -q 'building anyway (--enable-infer-zts), untested' "$fake/out"
+echo "== ZTS: refused by default, built past the check with --enable-infer-zts"
+phpize --clean >/dev/null
+rm -rf "$fake"
+ZTS
+
 for target in "${targets[@]}"; do
     case "$target" in
         8.4) bash scripts/in-php84.sh bash "$work/build-one.sh" "$here/target/php-8.4/cargo" ;;
-        php) bash "$work/build-one.sh" "$here/target" ;;
+        php)
+            bash "$work/zts-refusal.sh"
+            bash "$work/build-one.sh" "$here/target"
+            ;;
         *) echo "error: unknown PHP $target (php or 8.4)" >&2; exit 2 ;;
     esac
 done

@@ -6,7 +6,10 @@
 //! its requests as threads that share the table, and so each model (a model
 //! may be called from several threads at once). The lock is held while a
 //! missing model is loaded, so that two threads asking for the same file
-//! load it once. A worker forked after a model was kept inherits the table:
+//! load it once. The lock is held only inside a call of this module, so a
+//! fork (PHP-FPM's master forks workers between requests, when no call is
+//! in progress) never copies it held. A worker forked after a model was
+//! kept inherits the table:
 //! the weights are memory it shares with its parent, and the model's
 //! contexts, whose threads did not survive the fork, are rebuilt on the
 //! first call (see `engine::context`).
