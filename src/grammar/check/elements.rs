@@ -7,7 +7,7 @@ use super::UNSET;
 /// closed by `End`; a character item is `Char`/`CharNot`/`Any` (or `Dead`)
 /// followed by `CharAlt`/`RangeUpper` continuations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     End,
     Alt,
     Ref,
@@ -23,20 +23,33 @@ pub(super) enum Kind {
     Dead,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Elem {
-    pub(super) kind: Kind,
-    pub(super) value: u32,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Elem {
+    pub(crate) kind: Kind,
+    pub(crate) value: u32,
 }
 
 impl Elem {
-    pub(super) fn new(kind: Kind, value: u32) -> Self {
+    pub(crate) fn new(kind: Kind, value: u32) -> Self {
         Elem { kind, value }
     }
 
     pub(super) fn ends_alternative(self) -> bool {
         matches!(self.kind, Kind::Alt | Kind::End)
     }
+}
+
+/// Every rule llama.cpp builds from a grammar, in one arena, for code
+/// outside the checker that must follow llama.cpp's parse exactly (the
+/// forced-text recognizer in `grammar::forced`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RuleArena {
+    /// The rules' elements; rule `id` starts at `starts[id]` and runs to its
+    /// `End` (an undefined rule is a lone `End`).
+    pub(crate) elems: Vec<Elem>,
+    pub(crate) starts: Vec<u32>,
+    /// llama.cpp's id of `root`.
+    pub(crate) root: u32,
 }
 
 /// A symbol: a named rule (defined or only referenced) or a rule llama.cpp

@@ -72,6 +72,7 @@ mod repetition;
 mod rules;
 mod stacks;
 
+pub(crate) use elements::{Elem, Kind, RuleArena};
 use errors::Fail;
 use parser::Parser;
 
@@ -254,6 +255,26 @@ pub fn plain_bnf(gbnf: &str) -> Result<String, LowerError> {
     grammar.validate().map_err(invalid)?;
     let root = grammar.root().map_err(invalid)?;
     lower::plain_bnf(&grammar, root)
+}
+
+/// The rules llama.cpp builds from `gbnf`, in one arena.
+///
+/// Meant for text that already passed [`check`] (a `CheckedGbnf`): the
+/// checks themselves are not run again, so code that walks the arena may
+/// rely on what they guarantee (`root` and every referenced rule defined, no
+/// left recursion that grows the parse stack) only for such text.
+///
+/// # Errors
+///
+/// The grammar's first syntax problem, or a missing `root`.
+pub(crate) fn rule_arena(gbnf: &str) -> Result<RuleArena, GrammarError> {
+    let located = |fail: Fail| fail.locate(gbnf);
+    precheck(gbnf).map_err(located)?;
+    let mut parser = Parser::new(gbnf);
+    parser.parse_grammar().map_err(located)?;
+    let grammar = parser.into_grammar().map_err(located)?;
+    let root = grammar.root().map_err(located)?;
+    Ok(grammar.arena(root))
 }
 
 fn precheck(src: &str) -> Result<(), Fail> {

@@ -4,7 +4,7 @@
 
 use crate::hashing::Map;
 
-use super::elements::{to_u32, DeadSite, Elem, Kind, Sym};
+use super::elements::{to_u32, DeadSite, Elem, Kind, RuleArena, Sym};
 use super::errors::Fail;
 use super::{CheckedGrammar, TokenUse, ROOT, UNSET};
 
@@ -78,6 +78,24 @@ impl<'a> Grammar<'a> {
             parse_stacks,
             tokens: self.tokens.clone(),
         }
+    }
+
+    /// Rules `0..n` in one arena, each closed by its `End`, with `root`'s
+    /// id.
+    pub(super) fn arena(&self, root: usize) -> RuleArena {
+        let mut arena = RuleArena {
+            root: to_u32(root),
+            ..RuleArena::default()
+        };
+        for id in 0..self.n {
+            arena.starts.push(to_u32(arena.elems.len()));
+            let elems = self.elems(id);
+            arena.elems.extend_from_slice(elems);
+            if elems.last().map(|e| e.kind) != Some(Kind::End) {
+                arena.elems.push(Elem::new(Kind::End, 0));
+            }
+        }
+        arena
     }
 
     // -- undefined rules and root -----------------------------------------------
