@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 pub use rules::ForcedRules;
 use rules::{MANY, NONE};
-use stacks::{OverBudget, SliceSet, Work};
+use stacks::{OverBudget, Stacks, Work};
 use utf8::{Partial, Step};
 
 use super::check::{Kind, MAX_PARSE_STACKS};
@@ -72,7 +72,7 @@ enum State {
 #[derive(Debug, Clone)]
 pub struct Recognizer {
     rules: Arc<ForcedRules>,
-    stacks: SliceSet,
+    stacks: Stacks,
     partial: Partial,
     state: State,
     work: Work,
@@ -83,7 +83,7 @@ impl Recognizer {
     pub fn new(rules: Arc<ForcedRules>) -> Self {
         let mut recognizer = Recognizer {
             rules,
-            stacks: SliceSet::default(),
+            stacks: Stacks::default(),
             partial: Partial::default(),
             state: State::Live,
             work: Work::default(),
@@ -116,7 +116,7 @@ impl Recognizer {
             }
             alt += 1;
         }
-        std::mem::swap(&mut self.stacks, &mut self.work.next);
+        std::mem::swap(&mut self.stacks, &mut self.work.next.stacks);
         if self.stacks.len() > MAX_STACKS {
             return Err(OverBudget);
         }
@@ -274,7 +274,7 @@ impl Recognizer {
             }
         }
         let spent = self.work.spent();
-        std::mem::swap(&mut self.stacks, &mut self.work.next);
+        std::mem::swap(&mut self.stacks, &mut self.work.next.stacks);
         if outcome.is_err() || self.stacks.len() > MAX_STACKS {
             self.lose();
         } else if self.stacks.is_empty() {

@@ -12,18 +12,14 @@ use super::rules::ForcedRules;
 /// "No entry" in `SliceSet`'s chains.
 const NIL: u32 = u32::MAX;
 
-/// A set of stacks, in insertion order.
+/// A list of stacks in one buffer: a recognizer's live stacks.
 #[derive(Debug, Clone, Default)]
-pub(super) struct SliceSet {
+pub(super) struct Stacks {
     data: Vec<u32>,
     spans: Vec<(u32, u32)>,
-    /// Per stack: the next stack with the same hash.
-    chain: Vec<u32>,
-    /// First stack per hash.
-    heads: Map<u64, u32>,
 }
 
-impl SliceSet {
+impl Stacks {
     pub(super) fn len(&self) -> usize {
         self.spans.len()
     }
@@ -35,8 +31,6 @@ impl SliceSet {
     pub(super) fn clear(&mut self) {
         self.data.clear();
         self.spans.clear();
-        self.chain.clear();
-        self.heads.clear();
     }
 
     pub(super) fn get(&self, i: usize) -> &[u32] {
@@ -50,21 +44,45 @@ impl SliceSet {
         (0..self.len()).map(|i| self.get(i))
     }
 
+    fn push(&mut self, stack: &[u32]) {
+        let start = to_u32(self.data.len());
+        self.data.extend_from_slice(stack);
+        self.spans.push((start, to_u32(self.data.len())));
+    }
+}
+
+/// A set of stacks, in insertion order: [`Stacks`] with an index that
+/// finds equal stacks. Only the stacks a step is building need the index,
+/// so a recognizer's live stacks (and its clones) go without it.
+#[derive(Debug, Default)]
+pub(super) struct SliceSet {
+    pub(super) stacks: Stacks,
+    /// Per stack: the next stack with the same hash.
+    chain: Vec<u32>,
+    /// First stack per hash.
+    heads: Map<u64, u32>,
+}
+
+impl SliceSet {
+    pub(super) fn clear(&mut self) {
+        self.stacks.clear();
+        self.chain.clear();
+        self.heads.clear();
+    }
+
     /// Add `stack` unless an equal one is in the set; whether it was added.
     pub(super) fn insert(&mut self, stack: &[u32]) -> bool {
         let hash = hash_stack(stack);
         let head = self.heads.get(&hash).copied().unwrap_or(NIL);
         let mut at = head;
         while at != NIL {
-            if self.get(at as usize) == stack {
+            if self.stacks.get(at as usize) == stack {
                 return false;
             }
             at = self.chain.get(at as usize).copied().unwrap_or(NIL);
         }
-        let start = to_u32(self.data.len());
-        self.data.extend_from_slice(stack);
-        let index = to_u32(self.spans.len());
-        self.spans.push((start, to_u32(self.data.len())));
+        let index = to_u32(self.stacks.len());
+        self.stacks.push(stack);
         self.chain.push(head);
         self.heads.insert(hash, index);
         true
@@ -232,11 +250,11 @@ mod tests {
         assert!(set.insert(&[1, 2]));
         assert!(!set.insert(&[1, 2, 3]));
         assert!(!set.insert(&[]));
-        assert_eq!(set.len(), 3);
-        let all: Vec<&[u32]> = set.iter().collect();
+        assert_eq!(set.stacks.len(), 3);
+        let all: Vec<&[u32]> = set.stacks.iter().collect();
         assert_eq!(all, vec![&[1, 2, 3][..], &[][..], &[1, 2][..]]);
         set.clear();
-        assert!(set.is_empty());
+        assert!(set.stacks.is_empty());
         assert!(set.insert(&[1, 2, 3]));
     }
 }
