@@ -302,3 +302,7 @@ impl Recognizer {
     }
 }
 
+#[cfg(test)]
+mod judge;
+#[cfg(test)]
+mod tests;
