@@ -343,3 +343,23 @@ fn rules_are_shared_across_threads() {
         assert_eq!(handle.join().ok(), Some(b"{\"name\": \"".to_vec()));
     }
 }
+
+#[test]
+fn a_step_over_its_work_budget_loses_track_and_then_forces_nothing() {
+    let mut r = after(OBJECT, "{\"name\": \"");
+    r.accept_char(u32::from('a'), 1);
+    assert!(r.is_lost() && !r.is_dead());
+    assert_eq!(r.forced(100), b"");
+    // It no longer knows what the grammar allows, so it refuses nothing.
+    assert!(r.accept_bytes(b"anything"));
+    assert!(!r.may_end());
+}
+
+#[test]
+fn a_recognizer_of_unusable_rules_is_lost_from_the_start() {
+    let mut rules = ForcedRules::new(&CheckedGbnf::new(OBJECT).unwrap_or_else(|e| panic!("{e}")));
+    rules.usable = false;
+    let r = Recognizer::new(Arc::new(rules));
+    assert!(r.is_lost());
+    assert_eq!(r.forced(100), b"");
+}
