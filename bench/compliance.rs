@@ -6,7 +6,9 @@
 //! `jsonschema` crate, formats asserted).
 //!
 //! Run: `make bench-compliance` (or `cargo run --release --no-default-features --features engine
-//! --example compliance -- [DATA] [MODEL] [--sample N] [--seeds N]`).
+//! --example compliance -- [DATA] [MODEL] [--sample N] [--seeds N] [--fast-forward 1]`).
+//! With `--fast-forward 1` what the schema forces is appended without
+//! sampling; the table then gives the share of forced tokens.
 
 #[path = "args.rs"]
 mod args;
@@ -247,12 +249,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sample = flag("--sample", 20);
     let seeds = flag("--seeds", 2) as u32;
     let max_tokens = flag("--max-tokens", 160) as u32;
+    let fast_forward = flag("--fast-forward", 0) == 1;
 
     let mut corpus = hand_written();
     corpus.extend(sample_from(&data, sample)?);
     let model = Model::load(Path::new(&model_path), &LoadParams::default())?;
     let started = Instant::now();
     let (mut runs, mut eos, mut valid, mut length) = (0, 0, 0, 0);
+    let (mut generated, mut forced) = (0u64, 0u64);
     let mut invalid = Vec::new();
     for (name, schema_value) in &corpus {
         let gbnf = schema::compile(schema_value)?.gbnf;
@@ -266,6 +270,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 temperature: 1.0,
                 seed,
                 constraint: Some(Constraint::Grammar(gbnf.clone())),
+                fast_forward,
                 ..GenerateParams::default()
             };
             let prompt = [
@@ -275,6 +280,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let run_started = Instant::now();
             let out = model.chat(&prompt, &params)?;
             runs += 1;
+            generated += u64::from(out.tokens_generated);
+            forced += u64::from(out.timings.forced_tokens);
             eprintln!(
                 "{name} seed {seed}: {} tokens, {:?}, {:.1} s",
                 out.tokens_generated,
@@ -302,6 +309,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         corpus.len() - hand_written().len()
     );
     println!("| runs (schemas × seeds) | {runs} |");
+    println!(
+        "| fast-forward | {} ({forced} of {generated} generated tokens forced, {:.1}%) |",
+        if fast_forward { "on" } else { "off" },
+        100.0 * forced as f64 / generated.max(1) as f64
+    );
     println!("| finished with 'eos' | {eos} |");
     println!("| cut by maxTokens {max_tokens} ('length') | {length} |");
     println!(

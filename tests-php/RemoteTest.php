@@ -247,7 +247,7 @@ final class RemoteTest extends InferTestCase
     public function testLocalOnlyOptionsAndCallsAreRefused(): void
     {
         $p = Prompt::user('Hi');
-        foreach (['cache_prompt' => true, 'max_reasoning_tokens' => 10] as $key => $value) {
+        foreach (['cache_prompt' => true, 'max_reasoning_tokens' => 10, 'fast_forward' => true] as $key => $value) {
             $this->assertThrows(InferenceException::class, "option \"$key\" applies to models loaded in this process only", fn () => self::remote()->chat($p, options: [$key => $value]));
         }
         $tools = [['name' => 'f', 'parameters' => ['type' => 'object', 'properties' => []]]];

@@ -83,6 +83,9 @@ pub struct Timings {
     /// Sampling and evaluating the generated tokens.
     pub generation_ms: f64,
     pub cache: CacheSource,
+    /// Generated tokens the constraint forced, appended without sampling
+    /// (`fast_forward`); the others were sampled.
+    pub forced_tokens: u32,
 }
 
 /// What a piece of a stream is.

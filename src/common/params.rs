@@ -139,6 +139,9 @@ pub struct GenerateParams {
     /// Reuse the cached keys and values of the prefix this prompt shares with
     /// what the model's context holds from the previous call.
     pub cache_prompt: bool,
+    /// Append what the constraint forces without sampling it, evaluated in
+    /// one batch (see `engine::generate`).
+    pub fast_forward: bool,
     /// When to stop early (finish reason `Timeout`).
     pub stop_check: StopCheck,
     /// Variables passed to the chat template (`enable_thinking`, …).
@@ -234,6 +237,7 @@ impl Default for GenerateParams {
             stop: Vec::new(),
             constraint: None,
             cache_prompt: true,
+            fast_forward: false,
             stop_check: StopCheck::default(),
             template_vars: serde_json::Map::new(),
             special_tokens_in_messages: None,

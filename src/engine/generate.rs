@@ -21,6 +21,10 @@ use crate::common::{CacheSource, FinishReason, Generation, Timings};
 /// the same time (a recount is a few dozen `flock` calls).
 const RECOUNT_EVERY: u32 = 4;
 
+/// Most bytes of forced text looked at once (a run of fixed keys and
+/// punctuation is far shorter; the rest is forwarded at the next step).
+const MAX_FORCED_BYTES: usize = 256;
+
 /// One sequence's side of a generation, shared by the single-sequence loop
 /// ([`Generator`]) and the multi-sequence one (`batch`): the limits checked
 /// before each token, and what becomes of each sampled token.
@@ -30,6 +34,8 @@ pub struct Progress {
     /// How the reply's tool calls are read, and the token never sampled.
     tools: Option<(ToolPlan, Option<LlamaToken>)>,
     generated: u32,
+    /// Of `generated`, the tokens appended without sampling.
+    forced: u32,
     piece: Vec<u8>,
     thinking: Thinking,
     /// Whether the last token was taken without the grammar.
@@ -56,6 +62,7 @@ impl Progress {
             output: Output::new(params.stop.clone()),
             tools,
             generated: 0,
+            forced: 0,
             piece: Vec::with_capacity(32),
             thinking: Thinking::new(model, prompt, params),
             free: true,
@@ -70,6 +77,7 @@ impl Progress {
             output: Output::new(params.stop.clone()),
             tools: None,
             generated: 0,
+            forced: 0,
             piece: Vec::new(),
             thinking: Thinking::none(),
             free: true,
@@ -172,9 +180,56 @@ impl Progress {
         (token, stop.then_some(FinishReason::Stop))
     }
 
-    /// Tokens sampled so far, the end-of-generation token excluded.
+    /// Tokens generated so far (sampled or forced), the end-of-generation
+    /// token excluded.
     pub fn generated(&self) -> u32 {
         self.generated
+    }
+
+    /// The tokens the constraint forces next, to append without sampling:
+    /// the forced text tokenized as the model's tokenizer splits it, less
+    /// its last token when that one could still merge with what follows (a
+    /// longer token begins with it): the model then chooses, among the
+    /// tokens the grammar allows, one that starts with those bytes or a
+    /// part of them. Empty unless the grammar alone decides what comes next.
+    pub fn forced_tokens(&self, model: &LlamaModel, sampler: &Sampler) -> Vec<LlamaToken> {
+        if !self.thinking.grammar_decides() {
+            return Vec::new();
+        }
+        let Some(forced) = sampler.forced_bytes(MAX_FORCED_BYTES) else {
+            return Vec::new();
+        };
+        if forced.is_empty() {
+            return Vec::new();
+        }
+        let vocab = model.vocab();
+        let mut tokens = vocab.tokenize(&forced, false, false);
+        if tokens.last().is_some_and(|&t| sampler.may_merge(t)) {
+            tokens.pop();
+        }
+        // The tokens must spell a prefix of the forced text exactly (a
+        // tokenizer that normalises text would not); else nothing is forced.
+        let mut spelled = Vec::with_capacity(forced.len());
+        for &token in &tokens {
+            vocab.token_to_piece_into(token, &mut spelled, false, None);
+        }
+        if !forced.starts_with(&spelled) || spelled.is_empty() {
+            return Vec::new();
+        }
+        tokens
+    }
+
+    /// Take `token`, which the constraint forced (see [`Self::forced_tokens`]):
+    /// it counts as generated, as a sampled one does, and goes through the
+    /// same stop strings.
+    pub fn push_forced(
+        &mut self,
+        model: &LlamaModel,
+        token: LlamaToken,
+    ) -> (LlamaToken, Option<FinishReason>) {
+        self.free = false;
+        self.forced += 1;
+        self.push(model, token)
     }
 
     /// The text so far, and how many bytes at its end could still turn out
@@ -198,11 +253,13 @@ impl Progress {
                 prompt_ms: ms(read.duration_since(self.began)),
                 generation_ms: ms(now.duration_since(read)),
                 cache,
+                forced_tokens: self.forced,
             },
             None => Timings {
                 prompt_ms: ms(now.duration_since(self.began)),
                 generation_ms: 0.0,
                 cache: CacheSource::None,
+                forced_tokens: 0,
             },
         }
     }
@@ -247,10 +304,11 @@ impl Progress {
 pub struct Generator {
     sampler: Sampler,
     progress: Progress,
-    /// The sampled token not yet evaluated: the context holds the prompt and
-    /// every generated token but the last, since a sampled token is
-    /// evaluated only when another one is to follow it.
-    pending: Option<LlamaToken>,
+    /// The generated tokens not yet evaluated: the context holds the prompt
+    /// and every generated token but these, since a token is evaluated only
+    /// when another one is to follow it. One sampled token, and after it
+    /// the tokens the constraint forced (evaluated in one batch).
+    pending: Vec<LlamaToken>,
     prompt_tokens: usize,
     reused: usize,
 }
@@ -280,13 +338,20 @@ impl Generator {
             other => other?,
         };
         progress.prompt_read(source);
-        Ok(Ok(Self {
+        let mut generator = Self {
             sampler,
             progress,
-            pending: None,
+            pending: Vec::new(),
             prompt_tokens: prompt.len(),
             reused,
-        }))
+        };
+        if params.fast_forward {
+            // What the grammar forces right after the prompt.
+            if let Some(finish) = generator.forward(session, model, params)? {
+                return Ok(Err(generator.finish(finish)));
+            }
+        }
+        Ok(Ok(generator))
     }
 
     /// Sample the next token (evaluating the one before it first). Returns
@@ -298,30 +363,67 @@ impl Generator {
         params: &GenerateParams,
         claim: Option<&Claim>,
     ) -> InferenceResult<Option<FinishReason>> {
-        let in_context = session.len() + usize::from(self.pending.is_some());
+        let in_context = session.len() + self.pending.len();
         if let Some(finish) = self
             .progress
             .before_token(in_context, session.n_ctx(), params)
         {
             return Ok(Some(finish));
         }
-        if let Some(token) = self.pending.take() {
+        if !self.pending.is_empty() {
             if let Some(claim) = claim.filter(|_| recount_due(self.progress.generated())) {
                 session.set_threads(claim.threads());
             }
-            match session.evaluate_token(token) {
+            match session.evaluate_tokens(&self.pending) {
                 Err(InferenceError::Aborted) => return Ok(Some(FinishReason::Timeout)),
                 other => other?,
             }
+            self.pending.clear();
         }
         let token = self
             .progress
             .next_token(model, &mut self.sampler, session.logits()?)?;
         let (token, finish) = self.progress.push(model, token);
-        if finish.is_none() {
-            self.pending = Some(token);
+        if finish.is_some() {
+            return Ok(finish);
         }
-        Ok(finish)
+        self.pending.push(token);
+        if params.fast_forward {
+            return self.forward(session, model, params);
+        }
+        Ok(None)
+    }
+
+    /// Append what the constraint forces after the pending tokens, without
+    /// sampling: each forced token counts toward `max_tokens` and the
+    /// context as a sampled one does, and goes through the stop strings;
+    /// the run stops short at either limit, or at the stop check, and the
+    /// next step reports why. Returns why the generation ends, when a stop
+    /// string ends it here.
+    fn forward(
+        &mut self,
+        session: &Session,
+        model: &LlamaModel,
+        params: &GenerateParams,
+    ) -> InferenceResult<Option<FinishReason>> {
+        let forced = self.progress.forced_tokens(model, &self.sampler);
+        for token in forced {
+            let in_context = session.len() + self.pending.len();
+            if self
+                .progress
+                .before_token(in_context, session.n_ctx(), params)
+                .is_some()
+            {
+                break;
+            }
+            self.sampler.accept_forced(token)?;
+            let (token, finish) = self.progress.push_forced(model, token);
+            if finish.is_some() {
+                return Ok(finish);
+            }
+            self.pending.push(token);
+        }
+        Ok(None)
     }
 
     /// What has been generated so far (see [`Progress::text`]).

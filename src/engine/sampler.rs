@@ -23,6 +23,7 @@ use super::backend::logged;
 use super::think::Phase;
 use crate::common::error::{InferenceError, InferenceResult};
 use crate::common::params::{Constraint, GenerateParams, REPEAT_LAST_N};
+use crate::grammar::forced::{ForcedRules, Recognizer};
 use crate::grammar::CheckedGbnf;
 
 /// How many parsed grammars a model keeps for reuse.
@@ -35,6 +36,13 @@ const CACHED_GRAMMARS: usize = 8;
 pub struct GrammarSampler {
     sampler: ManuallyDrop<LlamaSampler>,
     model: Arc<LlamaModel>,
+    /// The same grammar followed in Rust, byte by byte, to tell what it
+    /// forces next (fast-forward); fed every token llama.cpp's accepts.
+    follow: Option<Box<Recognizer>>,
+    /// With `follow`: which tokens of the vocabulary a longer token begins
+    /// with, so could still merge with what follows them.
+    extendable: Option<Arc<Extendable>>,
+    piece: Vec<u8>,
 }
 
 // SAFETY: a llama.cpp grammar sampler is plain data (the parsed rules, the
@@ -73,7 +81,23 @@ impl GrammarSampler {
         Ok(Self {
             sampler: ManuallyDrop::new(sampler),
             model: Arc::clone(model),
+            follow: None,
+            extendable: None,
+            piece: Vec::new(),
         })
+    }
+
+    /// Follow the grammar's text from here on with `rules` (the same
+    /// grammar's), to tell what it forces.
+    fn follow(&mut self, rules: Arc<ForcedRules>, extendable: Arc<Extendable>) {
+        self.follow = Some(Box::new(Recognizer::new(rules)));
+        self.extendable = Some(extendable);
+    }
+
+    /// Whether `token` could merge with text that follows it into a longer
+    /// token (`true` when unknown).
+    pub fn may_merge(&self, token: LlamaToken) -> bool {
+        self.extendable.as_ref().is_none_or(|e| e.may_merge(token))
     }
 
     /// Back to the start of the grammar.
@@ -92,7 +116,29 @@ impl GrammarSampler {
     pub fn accept(&mut self, token: LlamaToken) -> InferenceResult<()> {
         self.sampler
             .try_accept(token)
-            .map_err(|_| InferenceError::GrammarDeadEnd)
+            .map_err(|_| InferenceError::GrammarDeadEnd)?;
+        if let Some(follow) = &mut self.follow {
+            // The token's text as llama.cpp's grammar reads it (control
+            // tokens rendered); end-of-generation has none.
+            let vocab = self.model.vocab();
+            if !vocab.is_eog(token) {
+                self.piece.clear();
+                vocab.token_to_piece_into(token, &mut self.piece, true, None);
+                if !follow.accept_bytes(&self.piece) {
+                    // The two readings disagree (a token item the follower
+                    // cannot read): stop following; nothing is forced from
+                    // here on, and llama.cpp's grammar alone decides.
+                    self.follow = None;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes the grammar forces next, at most `max`, when this sampler
+    /// follows its grammar's text (`None`: it does not).
+    pub fn forced_bytes(&self, max: usize) -> Option<Vec<u8>> {
+        self.follow.as_ref().map(|f| f.forced(max))
     }
 
     /// Set the logit of every token the grammar does not allow to -inf.
@@ -113,6 +159,9 @@ impl Clone for GrammarSampler {
         Self {
             sampler: ManuallyDrop::new((*self.sampler).clone()),
             model: Arc::clone(&self.model),
+            follow: self.follow.clone(),
+            extendable: self.extendable.clone(),
+            piece: Vec::new(),
         }
     }
 }
@@ -125,11 +174,58 @@ impl Drop for GrammarSampler {
     }
 }
 
+/// The tokens of a vocabulary that are a strict prefix of another token:
+/// only such a token, written at the end of a forced text, could merge
+/// with what follows into one token (`th` + `e` → `the`), so only such a
+/// token is held back by fast-forward for the model to choose.
+pub struct Extendable {
+    tokens: Vec<bool>,
+}
+
+impl Extendable {
+    pub fn of(model: &LlamaModel) -> Self {
+        let vocab = model.vocab();
+        let n = usize::try_from(model.n_vocab()).unwrap_or(0);
+        let mut piece = Vec::new();
+        let pieces: Vec<Vec<u8>> = (0..n)
+            .map(|id| {
+                piece.clear();
+                let token = LlamaToken(i32::try_from(id).unwrap_or(i32::MAX));
+                vocab.token_to_piece_into(token, &mut piece, false, None);
+                piece.clone()
+            })
+            .collect();
+        let mut prefixes: crate::hashing::Set<&[u8]> = crate::hashing::Set::default();
+        for p in &pieces {
+            for end in 1..p.len() {
+                prefixes.insert(&p[..end]);
+            }
+        }
+        Self {
+            tokens: pieces
+                .iter()
+                .map(|p| p.is_empty() || prefixes.contains(p.as_slice()))
+                .collect(),
+        }
+    }
+
+    pub fn may_merge(&self, token: LlamaToken) -> bool {
+        usize::try_from(token.0)
+            .ok()
+            .and_then(|i| self.tokens.get(i))
+            .is_none_or(|&e| e)
+    }
+}
+
 /// Grammars parsed by llama.cpp, most recently used last. A call with the
 /// same grammar gets a copy of the parsed one instead of parsing again.
 #[derive(Default)]
 pub struct GrammarCache {
     entries: Vec<(CheckedGbnf, GrammarSampler)>,
+    /// The rules fast-forward follows, built the first time a call asks.
+    followed: Vec<(CheckedGbnf, Arc<ForcedRules>)>,
+    /// The model's extendable tokens, found the first time a call asks.
+    extendable: Option<Arc<Extendable>>,
 }
 
 impl std::fmt::Debug for GrammarCache {
@@ -149,8 +245,31 @@ impl GrammarCache {
     ) -> InferenceResult<Option<GrammarSampler>> {
         match &params.constraint {
             None => Ok(None),
-            Some(Constraint::Grammar(gbnf)) => self.get(model, gbnf).map(Some),
+            Some(Constraint::Grammar(gbnf)) => {
+                let mut fresh = self.get(model, gbnf)?;
+                if params.fast_forward {
+                    let extendable = Arc::clone(
+                        self.extendable
+                            .get_or_insert_with(|| Arc::new(Extendable::of(model))),
+                    );
+                    fresh.follow(self.rules(gbnf), extendable);
+                }
+                Ok(Some(fresh))
+            }
         }
+    }
+
+    /// The rules of `gbnf` for fast-forward, built once.
+    fn rules(&mut self, gbnf: &CheckedGbnf) -> Arc<ForcedRules> {
+        if let Some((_, rules)) = self.followed.iter().find(|(text, _)| text == gbnf) {
+            return Arc::clone(rules);
+        }
+        let rules = Arc::new(ForcedRules::new(gbnf));
+        if self.followed.len() == CACHED_GRAMMARS {
+            self.followed.remove(0);
+        }
+        self.followed.push((gbnf.clone(), Arc::clone(&rules)));
+        rules
     }
 
     /// A fresh grammar sampler (at the start of the grammar) for `gbnf`.
@@ -303,6 +422,30 @@ impl Sampler {
                 grammar.accept(token)?;
             }
         }
+        Ok(())
+    }
+
+    /// The bytes the grammar forces next (see `grammar::forced`), at most
+    /// `max`; `None` when nothing can tell (no grammar, or one made
+    /// without fast-forward).
+    pub fn forced_bytes(&self, max: usize) -> Option<Vec<u8>> {
+        self.grammar.as_ref()?.forced_bytes(max)
+    }
+
+    /// Whether `token`, ending a forced text, could merge with what follows
+    /// (see [`Extendable`]).
+    pub fn may_merge(&self, token: LlamaToken) -> bool {
+        self.grammar.as_ref().is_none_or(|g| g.may_merge(token))
+    }
+
+    /// Take `token`, which the grammar forced: the grammar advances past it,
+    /// and the filters and the pick see it as they see a sampled token.
+    pub fn accept_forced(&mut self, token: LlamaToken) -> InferenceResult<()> {
+        if let Some(grammar) = &mut self.grammar {
+            grammar.accept(token)?;
+        }
+        self.took_free = false;
+        self.accept_free(token);
         Ok(())
     }
 

@@ -189,9 +189,11 @@ impl Session {
         true
     }
 
-    /// Evaluate one generated token, so that the next can be sampled.
-    pub fn evaluate_token(&mut self, token: LlamaToken) -> InferenceResult<()> {
-        self.decode(&[token], true)
+    /// Evaluate generated `tokens` in one batch at the next positions (the
+    /// sampled one and those the constraint forced after it), so that the
+    /// next can be sampled from the logits of the last.
+    pub fn evaluate_tokens(&mut self, tokens: &[LlamaToken]) -> InferenceResult<()> {
+        self.decode(tokens, true)
     }
 
     /// Evaluate `tokens` at the next positions. When the stop check aborts

@@ -132,6 +132,18 @@ impl Thinking {
         thinking
     }
 
+    /// Whether the grammar alone decides the next tokens: the answer has
+    /// begun under a grammar that applies from its first token, and the
+    /// engine has nothing of its own to write or feed. Only then may what
+    /// the grammar forces be appended without sampling (a thought, and the
+    /// moment a thought may still open, stay the model's).
+    pub fn grammar_decides(&self) -> bool {
+        self.grammar_first()
+            && self.state == State::Answer
+            && self.forced.is_empty()
+            && self.feed.is_none()
+    }
+
     /// Whether the grammar applies from the answer's first token.
     fn grammar_first(&self) -> bool {
         self.constrained && self.triggers.is_empty()

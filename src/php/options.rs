@@ -49,6 +49,7 @@ pub const MANY_KEYS: &[&str] = &[
     "min_p",
     "repeat_penalty",
     "cache_prompt",
+    "fast_forward",
     "timeout",
     "max_reasoning_tokens",
     "template_vars",
@@ -351,6 +352,7 @@ fn apply_generate_options(
                 params.repeat_penalty = v as f32;
             }
             "cache_prompt" => params.cache_prompt = flag(&key, value)?,
+            "fast_forward" => params.fast_forward = flag(&key, value)?,
             "timeout" => params.stop_check.deadline = deadline(&key, value)?,
             "max_reasoning_tokens" => {
                 let n: i64 = int_in(&key, value, 0, "an int >= 0 (0: no thinking)")?;

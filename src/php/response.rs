@@ -149,6 +149,9 @@ impl Response {
             rate(self.tokens_generated, t.generation_ms),
         )?;
         out.insert("cached_tokens", i64::from(self.cached_tokens))?;
+        let forced = t.forced_tokens.min(self.tokens_generated);
+        out.insert("forced_tokens", i64::from(forced))?;
+        out.insert("sampled_tokens", i64::from(self.tokens_generated - forced))?;
         out.insert("cache", t.cache.as_str())?;
         Ok(out)
     }

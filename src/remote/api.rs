@@ -29,6 +29,10 @@ const LOCAL_ONLY: &[(&str, &str)] = &[
         local_only!("the server keeps its own prompt cache (llama-server reuses the common prefix of each slot)"),
     ),
     (
+        "fast_forward",
+        local_only!("the server samples every token; only the in-process engine appends forced text without sampling"),
+    ),
+    (
         "max_reasoning_tokens",
         local_only!("the server applies the grammar from the first token and cannot bound a thought"),
     ),

@@ -187,6 +187,7 @@ impl RemoteStream {
             } else {
                 CacheSource::None
             },
+            forced_tokens: 0,
         }
     }
 

@@ -1,0 +1,139 @@
+<?php
+// Fast-forward decoding (option `fast_forward`): what the constraint forces is
+// appended without sampling and evaluated in one batch. Measured in one run,
+// interleaved, against the same calls with it off, against llama.cpp's CLI
+// (llama-completion, same grammar, same threads), and against free decoding
+// of as many tokens.
+//
+//   php -d extension=target/release/libinfer.so bench/fast_forward.php MODEL TOOLS_DIR [THREADS] [ROUNDS]
+//
+// 1. The SPEC's extraction call: fast-forward on against off (goal <= 0.75x)
+//    and against llama-completion's compute (goal <= 0.7x).
+// 2. Realistic extraction schemas: time per output token with it on, against
+//    free decoding of as many tokens from the same prompt (goal <= 0.8x), and
+//    the share of forced tokens.
+// (chatMany() does not apply it yet: its figure comes with that.)
+declare(strict_types=1);
+
+require __DIR__ . '/support.php';
+
+use Displace\Infer\{Grammar, Model, Prompt};
+
+[$model_path, $tools] = [$argv[1] ?? '', $argv[2] ?? ''];
+$threads = (int) ($argv[3] ?? 2);
+$rounds = (int) ($argv[4] ?? 5);
+if (!is_file($model_path) || !is_dir($tools)) {
+    fwrite(STDERR, "usage: php bench/fast_forward.php MODEL TOOLS_DIR [THREADS] [ROUNDS]\n");
+    exit(2);
+}
+
+/** Wall time of $f in milliseconds, and its result. */
+function timed(callable $f): array
+{
+    $t = hrtime(true);
+    $r = $f();
+    return [(hrtime(true) - $t) / 1e6, $r];
+}
+
+/** llama-completion's compute (prompt eval + eval + sampling) in ms, and the text. */
+function completion(string $tools, string $model, int $threads, string $prompt, int $n, string $grammar_file): array
+{
+    $cmd = [
+        "$tools/llama-completion", '-m', $model, '-p', $prompt, '-n', (string) $n, '--temp', '0',
+        '-t', (string) $threads, '-tb', (string) $threads, '-c', '2048', '-b', '512', '-ub', '512',
+        '-no-cnv', '--no-display-prompt', '--simple-io', '--grammar-file', $grammar_file,
+    ];
+    $p = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+    $out = stream_get_contents($pipes[1]);
+    $err = stream_get_contents($pipes[2]);
+    fclose($pipes[1]);
+    fclose($pipes[2]);
+    $code = proc_close($p);
+    $ms = fn (string $what) => preg_match("/$what\\s*=\\s*([0-9.]+) ms/", $err, $m) ? (float) $m[1] : NAN;
+    $compute = $ms('prompt eval time') + $ms('(?<!prompt )eval time') + $ms('sampling time');
+    if ($code !== 0 || is_nan($compute)) {
+        fwrite(STDERR, "llama-completion failed ($code):\n$err\n");
+        exit(1);
+    }
+    return [$compute, rtrim(preg_replace('/\s*\[end of text\]\s*$/', '', $out))];
+}
+
+$model = Model::load($model_path, ['n_threads' => $threads]);
+$name = basename($model_path);
+echo "## Fast-forward: $name, $threads threads, $rounds rounds, medians\n\n";
+
+// 1. The extraction call.
+$system = 'Extract the data. Output JSON only.';
+$user = 'Maria is 31 years old and lives in Lisbon.';
+$schema = ['type' => 'object', 'properties' => [
+    'name' => ['type' => 'string'], 'age' => ['type' => 'integer'], 'city' => ['type' => 'string'],
+]];
+$gbnf_file = tempnam(sys_get_temp_dir(), 'gbnf');
+file_put_contents($gbnf_file, Grammar::fromSchema($schema));
+$prompt = Prompt::system($system)->withUser($user);
+$extract = fn (bool $ff) => $model->chat($prompt, maxTokens: 128, options: ['schema' => $schema, 'cache_prompt' => false, 'fast_forward' => $ff]);
+$extract(true);
+$extract(false);
+$chatml = "<|im_start|>system\n$system<|im_end|>\n<|im_start|>user\n$user<|im_end|>\n<|im_start|>assistant\n";
+[$on, $off, $cli] = [[], [], []];
+for ($i = 0; $i < $rounds; $i++) {
+    [$ms, $r_on] = timed(fn () => $extract(true));
+    $on[] = $ms;
+    [$ms, $r_off] = timed(fn () => $extract(false));
+    $off[] = $ms;
+    [$ms, $cli_text] = completion($tools, $model_path, $threads, $chatml, 128, $gbnf_file);
+    $cli[] = $ms;
+}
+[$on, $off, $cli] = [median($on), median($off), median($cli)];
+$t = $r_on->timings();
+echo "| figure | fast-forward on | baseline (same run) | ratio | goal |\n|---|--:|--:|--:|---|\n";
+printf("| extraction call (%d tokens, %d forced), against it off | %.1f ms | %.1f ms | %.3f× | ≤ 0.75× |\n",
+    $r_on->tokensGenerated(), $t['forced_tokens'], $on, $off, $on / $off);
+printf("| extraction call, against llama-completion's compute (same grammar) | %.1f ms | %.1f ms | %.3f× | ≤ 0.7× |\n",
+    $on, $cli, $on / $cli);
+if ($r_on->text() !== $r_off->text()) {
+    fwrite(STDERR, "note: the texts differ: on {$r_on->text()} / off {$r_off->text()}\n");
+}
+
+// 2. Realistic schemas: per output token, against free decoding.
+$schemas = [
+    'person (3 required keys)' => ['Extract: "Maria is 31 years old and lives in Lisbon, she works as a nurse."',
+        ['type' => 'object', 'required' => ['name', 'age', 'city', 'job'], 'additionalProperties' => false, 'properties' => [
+            'name' => ['type' => 'string', 'maxLength' => 40], 'age' => ['type' => 'integer', 'minimum' => 0, 'maximum' => 130],
+            'city' => ['type' => 'string', 'maxLength' => 40], 'job' => ['type' => 'string', 'maxLength' => 40]]]],
+    'order (nested list of objects, enums)' => ['Extract the order as JSON: "Order from Ana Silva, paid by card, status shipped: 2 x blue mug, 1 x tea towel, 3 x coasters."',
+        ['type' => 'object', 'required' => ['customer', 'payment', 'status', 'items'], 'additionalProperties' => false, 'properties' => [
+            'customer' => ['type' => 'string', 'maxLength' => 40],
+            'payment' => ['enum' => ['credit card', 'cash on delivery', 'bank transfer']],
+            'status' => ['enum' => ['pending payment', 'shipped to customer', 'delivered', 'cancelled']],
+            'items' => ['type' => 'array', 'minItems' => 1, 'maxItems' => 4, 'items' => ['type' => 'object',
+                'required' => ['quantity', 'description'], 'additionalProperties' => false, 'properties' => [
+                    'quantity' => ['type' => 'integer', 'minimum' => 1, 'maximum' => 99],
+                    'description' => ['type' => 'string', 'maxLength' => 30]]]]]]],
+    'event (nested object, date-time)' => ['Turn this into JSON: "Team meeting in Room 4B at 2026-05-02T14:30:00Z, high priority, organised by Ben (ben@example.com)."',
+        ['type' => 'object', 'required' => ['title', 'start', 'priority', 'room', 'organiser'], 'additionalProperties' => false, 'properties' => [
+            'title' => ['type' => 'string', 'maxLength' => 60], 'start' => ['type' => 'string', 'format' => 'date-time'],
+            'priority' => ['enum' => ['low', 'normal', 'high']], 'room' => ['type' => 'string', 'maxLength' => 20],
+            'organiser' => ['type' => 'object', 'required' => ['name', 'email'], 'additionalProperties' => false, 'properties' => [
+                'name' => ['type' => 'string', 'maxLength' => 30], 'email' => ['type' => 'string', 'format' => 'email']]]]]],
+];
+echo "\n| schema | tokens (forced) | ms/token, on | ms/token, free | ratio | ms/token, off | goal |\n|---|--:|--:|--:|--:|--:|---|\n";
+foreach ($schemas as $label => [$text, $s]) {
+    $p = Prompt::user($text);
+    $ask = fn (array $o, int $n) => $model->chat($p, maxTokens: $n, options: $o + ['cache_prompt' => true]);
+    $first = $ask(['schema' => $s, 'fast_forward' => true], 160);
+    $n = $first->tokensGenerated();
+    $ask([], $n);
+    [$on_r, $free_r, $off_r] = [[], [], []];
+    for ($i = 0; $i < $rounds; $i++) {
+        [$ms, $r] = timed(fn () => $ask(['schema' => $s, 'fast_forward' => true], 160));
+        $on_r[] = $ms / max(1, $r->tokensGenerated());
+        [$ms, $r] = timed(fn () => $ask(['stop' => ["\u{0}never"]], $n));
+        $free_r[] = $ms / max(1, $r->tokensGenerated());
+        [$ms, $r] = timed(fn () => $ask(['schema' => $s, 'fast_forward' => false], 160));
+        $off_r[] = $ms / max(1, $r->tokensGenerated());
+    }
+    [$a, $b, $c] = [median($on_r), median($free_r), median($off_r)];
+    printf("| %s | %d (%d, %.0f%%) | %.2f | %.2f | %.3f× | %.2f | ≤ 0.8× |\n", $label, $n, $first->timings()['forced_tokens'],
+        100 * $first->timings()['forced_tokens'] / max(1, $n), $a, $b, $a / $b, $c);
+}
