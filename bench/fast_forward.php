@@ -27,37 +27,6 @@ if (!is_file($model_path) || !is_dir($tools)) {
     exit(2);
 }
 
-/** Wall time of $f in milliseconds, and its result. */
-function timed(callable $f): array
-{
-    $t = hrtime(true);
-    $r = $f();
-    return [(hrtime(true) - $t) / 1e6, $r];
-}
-
-/** llama-completion's compute (prompt eval + eval + sampling) in ms, and the text. */
-function completion(string $tools, string $model, int $threads, string $prompt, int $n, string $grammar_file): array
-{
-    $cmd = [
-        "$tools/llama-completion", '-m', $model, '-p', $prompt, '-n', (string) $n, '--temp', '0',
-        '-t', (string) $threads, '-tb', (string) $threads, '-c', '2048', '-b', '512', '-ub', '512',
-        '-no-cnv', '--no-display-prompt', '--simple-io', '--grammar-file', $grammar_file,
-    ];
-    $p = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-    $out = stream_get_contents($pipes[1]);
-    $err = stream_get_contents($pipes[2]);
-    fclose($pipes[1]);
-    fclose($pipes[2]);
-    $code = proc_close($p);
-    $ms = fn (string $what) => preg_match("/$what\\s*=\\s*([0-9.]+) ms/", $err, $m) ? (float) $m[1] : NAN;
-    $compute = $ms('prompt eval time') + $ms('(?<!prompt )eval time') + $ms('sampling time');
-    if ($code !== 0 || is_nan($compute)) {
-        fwrite(STDERR, "llama-completion failed ($code):\n$err\n");
-        exit(1);
-    }
-    return [$compute, rtrim(preg_replace('/\s*\[end of text\]\s*$/', '', $out))];
-}
-
 $model = Model::load($model_path, ['n_threads' => $threads]);
 $name = basename($model_path);
 echo "## Fast-forward: $name, $threads threads, $rounds rounds, medians\n\n";
@@ -74,15 +43,13 @@ $prompt = Prompt::system($system)->withUser($user);
 $extract = fn (bool $ff) => $model->chat($prompt, maxTokens: 128, options: ['schema' => $schema, 'cache_prompt' => false, 'fast_forward' => $ff]);
 $extract(true);
 $extract(false);
-$chatml = "<|im_start|>system\n$system<|im_end|>\n<|im_start|>user\n$user<|im_end|>\n<|im_start|>assistant\n";
 [$on, $off, $cli] = [[], [], []];
 for ($i = 0; $i < $rounds; $i++) {
-    [$ms, $r_on] = timed(fn () => $extract(true));
+    [$ms, $r_on] = ms(fn () => $extract(true));
     $on[] = $ms;
-    [$ms, $r_off] = timed(fn () => $extract(false));
+    [$ms, $r_off] = ms(fn () => $extract(false));
     $off[] = $ms;
-    [$ms, $cli_text] = completion($tools, $model_path, $threads, $chatml, 128, $gbnf_file);
-    $cli[] = $ms;
+    $cli[] = completion($tools, $model_path, $threads, chatml($system, $user), 128, $gbnf_file)['compute'];
 }
 [$on, $off, $cli] = [median($on), median($off), median($cli)];
 $t = $r_on->timings();
@@ -126,11 +93,11 @@ foreach ($schemas as $label => [$text, $s]) {
     $ask([], $n);
     [$on_r, $free_r, $off_r] = [[], [], []];
     for ($i = 0; $i < $rounds; $i++) {
-        [$ms, $r] = timed(fn () => $ask(['schema' => $s, 'fast_forward' => true], 160));
+        [$ms, $r] = ms(fn () => $ask(['schema' => $s, 'fast_forward' => true], 160));
         $on_r[] = $ms / max(1, $r->tokensGenerated());
-        [$ms, $r] = timed(fn () => $ask(['stop' => ["\u{0}never"]], $n));
+        [$ms, $r] = ms(fn () => $ask(['stop' => ["\u{0}never"]], $n));
         $free_r[] = $ms / max(1, $r->tokensGenerated());
-        [$ms, $r] = timed(fn () => $ask(['schema' => $s, 'fast_forward' => false], 160));
+        [$ms, $r] = ms(fn () => $ask(['schema' => $s, 'fast_forward' => false], 160));
         $off_r[] = $ms / max(1, $r->tokensGenerated());
     }
     [$a, $b, $c] = [median($on_r), median($free_r), median($off_r)];

@@ -34,16 +34,6 @@ function time_ms(callable $f, int $runs = RUNS): float
     return median($times);
 }
 
-/** Run a command; return [exit code, stdout, stderr]. */
-function run(array $cmd): array
-{
-    $p = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-    $out = stream_get_contents($pipes[1]);
-    $err = stream_get_contents($pipes[2]);
-    fclose($pipes[1]);
-    fclose($pipes[2]);
-    return [proc_close($p), $out, $err];
-}
 
 /** Resident memory of this process in MB: [total, file-backed, anonymous]. */
 function rss(): array
@@ -53,42 +43,7 @@ function rss(): array
     return [$kb('VmRSS'), $kb('RssFile'), $kb('RssAnon')];
 }
 
-/** SmolLM2's chat template (ChatML), rendered as chat() renders it. */
-function chatml(string $system, string $user): string
-{
-    return "<|im_start|>system\n$system<|im_end|>\n<|im_start|>user\n$user<|im_end|>\n<|im_start|>assistant\n";
-}
 
-/**
- * llama-completion's compute for one run: prompt eval + eval + sampling, in
- * ms, with the prompt and generated token counts and the text it printed.
- */
-function completion(string $tools, string $model, int $threads, string $prompt, int $n, ?string $grammar_file): array
-{
-    $cmd = [
-        "$tools/llama-completion", '-m', $model, '-p', $prompt, '-n', (string) $n, '--temp', '0',
-        '-t', (string) $threads, '-tb', (string) $threads, '-c', '2048', '-b', '512', '-ub', '512',
-        '-no-cnv', '--no-display-prompt', '--simple-io',
-    ];
-    if ($grammar_file !== null) {
-        array_push($cmd, '--grammar-file', $grammar_file);
-    }
-    [$code, $out, $err] = run($cmd);
-    $ms = fn (string $what) => preg_match("/$what\\s*=\\s*([0-9.]+) ms(?: \\/\\s*(\\d+))?/", $err, $m) ? [(float) $m[1], (int) ($m[2] ?? 0)] : [NAN, 0];
-    [$prompt_ms, $prompt_tokens] = $ms('prompt eval time');
-    [$eval_ms, $eval_runs] = $ms('(?<!prompt )eval time');
-    [$sampling_ms] = $ms('sampling time');
-    if ($code !== 0 || is_nan($prompt_ms + $eval_ms + $sampling_ms)) {
-        fwrite(STDERR, "llama-completion failed ($code):\n$err\n");
-        exit(1);
-    }
-    return [
-        'compute' => $prompt_ms + $eval_ms + $sampling_ms,
-        'prompt_tokens' => $prompt_tokens,
-        'eval_runs' => $eval_runs,
-        'text' => rtrim(preg_replace('/\s*\[end of text\]\s*$/', '', $out)),
-    ];
-}
 
 $rows = [];
 $row = function (string $figure, string $ours, string $baseline, string $ratio, string $target, bool $met) use (&$rows): void {
@@ -171,7 +126,7 @@ $tg = [];
 $ours_ts = [];
 $ratios = [];
 for ($i = 0; $i < RUNS; $i++) {
-    [$code, $out] = run(["$tools/llama-bench", '-m', $model_path, '-t', (string) $threads, '-p', '0', '-n', '128', '-r', '1', '-o', 'json']);
+    [$code, $out] = run_command(["$tools/llama-bench", '-m', $model_path, '-t', (string) $threads, '-p', '0', '-n', '128', '-r', '1', '-o', 'json']);
     $tg[] = json_decode($out, true)[0]['avg_ts'] ?? NAN;
     // The repeated prompt is reused: a call evaluates its last token and the generated ones.
     $ours_ts[] = $generated / (time_ms($decode, 1) / 1000);

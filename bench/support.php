@@ -87,3 +87,51 @@ function stop_server($process): void
     proc_terminate($process);
     proc_close($process);
 }
+
+/** Run a command; return [exit code, stdout, stderr]. */
+function run_command(array $cmd): array
+{
+    $p = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+    $out = stream_get_contents($pipes[1]);
+    $err = stream_get_contents($pipes[2]);
+    fclose($pipes[1]);
+    fclose($pipes[2]);
+    return [proc_close($p), $out, $err];
+}
+
+/** SmolLM2's chat template (ChatML), rendered as chat() renders it. */
+function chatml(string $system, string $user): string
+{
+    return "<|im_start|>system\n$system<|im_end|>\n<|im_start|>user\n$user<|im_end|>\n<|im_start|>assistant\n";
+}
+
+/**
+ * llama-completion's compute for one run: prompt eval + eval + sampling, in
+ * ms, with the prompt and generated token counts and the text it printed.
+ */
+function completion(string $tools, string $model, int $threads, string $prompt, int $n, ?string $grammar_file): array
+{
+    $cmd = [
+        "$tools/llama-completion", '-m', $model, '-p', $prompt, '-n', (string) $n, '--temp', '0',
+        '-t', (string) $threads, '-tb', (string) $threads, '-c', '2048', '-b', '512', '-ub', '512',
+        '-no-cnv', '--no-display-prompt', '--simple-io',
+    ];
+    if ($grammar_file !== null) {
+        array_push($cmd, '--grammar-file', $grammar_file);
+    }
+    [$code, $out, $err] = run_command($cmd);
+    $ms = fn (string $what) => preg_match("/$what\\s*=\\s*([0-9.]+) ms(?: \\/\\s*(\\d+))?/", $err, $m) ? [(float) $m[1], (int) ($m[2] ?? 0)] : [NAN, 0];
+    [$prompt_ms, $prompt_tokens] = $ms('prompt eval time');
+    [$eval_ms, $eval_runs] = $ms('(?<!prompt )eval time');
+    [$sampling_ms] = $ms('sampling time');
+    if ($code !== 0 || is_nan($prompt_ms + $eval_ms + $sampling_ms)) {
+        fwrite(STDERR, "llama-completion failed ($code):\n$err\n");
+        exit(1);
+    }
+    return [
+        'compute' => $prompt_ms + $eval_ms + $sampling_ms,
+        'prompt_tokens' => $prompt_tokens,
+        'eval_runs' => $eval_runs,
+        'text' => rtrim(preg_replace('/\s*\[end of text\]\s*$/', '', $out)),
+    ];
+}
