@@ -12,7 +12,7 @@
 // 2. Realistic extraction schemas: time per output token with it on, against
 //    free decoding of as many tokens from the same prompt (goal <= 0.8x), and
 //    the share of forced tokens.
-// (chatMany() does not apply it yet: its figure comes with that.)
+// 3. chatMany() of 32 extraction prompts, on against off.
 declare(strict_types=1);
 
 require __DIR__ . '/support.php';
@@ -104,3 +104,25 @@ foreach ($schemas as $label => [$text, $s]) {
     printf("| %s | %d (%d, %.0f%%) | %.2f | %.2f | %.3f× | %.2f | ≤ 0.8× |\n", $label, $n, $first->timings()['forced_tokens'],
         100 * $first->timings()['forced_tokens'] / max(1, $n), $a, $b, $a / $b, $c);
 }
+
+// 3. chatMany() of 32 extraction prompts, 8 at a time.
+$people = ['Maria', 'João', 'Ana', 'Pedro', 'Inês', 'Rui', 'Sofia', 'Tiago'];
+$cities = ['Lisbon', 'Porto', 'Braga', 'Faro'];
+$prompts = [];
+for ($i = 0; $i < 32; $i++) {
+    $prompts[] = Prompt::system($system)->withUser(sprintf('%s is %d years old and lives in %s.', $people[$i % 8], 20 + $i, $cities[$i % 4]));
+}
+$many = fn (bool $ff) => $model->chatMany($prompts, maxTokens: 64, options: ['schema' => $schema, 'fast_forward' => $ff, 'cache_prompt' => false, 'parallel' => 8]);
+[$on, $off, $forced, $tokens] = [[], [], 0, 0];
+for ($i = 0; $i < max(1, intdiv($rounds, 2)); $i++) {
+    [$ms, $rs] = ms(fn () => $many(true));
+    $on[] = $ms;
+    $tokens = array_sum(array_map(fn ($r) => $r->tokensGenerated(), $rs));
+    $forced = array_sum(array_map(fn ($r) => $r->timings()['forced_tokens'], $rs));
+    [$ms, $rs_off] = ms(fn () => $many(false));
+    $off[] = $ms;
+    $tokens_off = array_sum(array_map(fn ($r) => $r->tokensGenerated(), $rs_off));
+}
+[$on, $off] = [median($on), median($off)];
+printf("\n| chatMany() of 32 extraction prompts, parallel 8 | %.0f tokens/s on (%d of %d forced) | %.0f tokens/s off | %.3f× |\n",
+    $tokens * 1000 / $on, $forced, $tokens, $tokens_off * 1000 / $off, ($tokens / $on) / ($tokens_off / $off));

@@ -182,6 +182,29 @@ final class FastForwardTest extends InferTestCase
         }
     }
 
+    /**
+     * chatMany() forwards each sequence on its own: every result is what
+     * chat() with fast-forward returns for that prompt alone (as without
+     * it), with the same forced tokens.
+     */
+    public function testChatManyForwardsEachSequenceAsChatDoes(): void
+    {
+        $model = self::model();
+        $prompts = [];
+        foreach (['Maria is 31 and lives in Lisbon.', 'Tom, 45, from Leeds.', 'Ana (22) lives in Porto.', 'Li Wei is 38, in Shanghai.'] as $text) {
+            $prompts[] = Prompt::system('Extract the data. Output JSON only.')->withUser($text);
+        }
+        $options = ['schema' => self::PERSON, 'fast_forward' => true, 'cache_prompt' => false];
+        $many = $model->chatMany($prompts, maxTokens: 64, options: $options + ['parallel' => 4]);
+        foreach ($prompts as $i => $prompt) {
+            $alone = $model->chat($prompt, maxTokens: 64, options: $options);
+            $this->assertSame($alone->text(), $many[$i]->text(), "prompt $i");
+            $this->assertSame($alone->timings()['forced_tokens'], $many[$i]->timings()['forced_tokens'], "prompt $i");
+            $this->assertGreaterThan(0, $many[$i]->timings()['forced_tokens'], "prompt $i");
+            $this->assertPerson($many[$i]->text());
+        }
+    }
+
     public function testTheOptionMustBeABool(): void
     {
         $this->assertThrows(InferenceException::class, 'option "fast_forward" must be a bool, got string', fn () => self::model()->chat(Prompt::user('Hi'), maxTokens: 2, options: ['fast_forward' => 'yes']));

@@ -13,7 +13,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::context::{cells_for, BatchToken, Context, Shape, MAX_SEQUENCES};
-use super::generate::{recount_due, Progress};
+use super::generate::{self, recount_due, Progress};
 use super::prefix_cache;
 use super::sampler::{GrammarSampler, Sampler};
 use super::session::MAX_BATCH;
@@ -51,9 +51,10 @@ struct Slot<'a> {
     progress: Progress,
     /// Tokens of the sequence in the cache: the next position.
     len: usize,
-    /// The sampled token not yet evaluated (evaluated only when another is
-    /// to follow it, as in the single-sequence loop).
-    pending: Option<LlamaToken>,
+    /// The generated tokens not yet evaluated: the sampled one and those
+    /// the constraint forced after it (evaluated only when another is to
+    /// follow them, as in the single-sequence loop).
+    pending: Vec<LlamaToken>,
     /// Where its logits are in the batch just decoded, if it asked for any.
     row: Option<usize>,
     /// Prompt tokens restored from the prefix cache, not evaluated.
@@ -71,28 +72,37 @@ impl Slot<'_> {
     /// Why the generation ends before its next token, if it does. A slot in
     /// the middle of its prompt goes on.
     fn before_token(&self, n_ctx: u32, params: &GenerateParams) -> Option<FinishReason> {
-        let ready = self.pending.is_some() || self.len == 0;
+        let ready = !self.pending.is_empty() || self.len == 0;
         let in_context = if self.len == 0 {
             self.prompt.len()
         } else {
-            self.len + usize::from(self.pending.is_some())
+            self.len + self.pending.len()
         };
         ready
             .then(|| self.progress.before_token(in_context, n_ctx, params))
             .flatten()
     }
 
-    /// Append this slot's tokens for the next decode to `batch`: its pending
-    /// token, or up to `budget` tokens of its prompt. Returns how many.
+    /// Append this slot's tokens for the next decode to `batch`: up to
+    /// `budget` of its pending tokens (the sampled one and those the
+    /// constraint forced after it; logits for the last), or of its prompt.
+    /// Returns how many.
     fn feed(&mut self, seq: u32, batch: &mut Vec<BatchToken>, budget: usize) -> usize {
         let start = batch.len();
-        if let Some(token) = self.pending.take() {
-            batch.push(BatchToken {
-                token,
-                seq,
-                pos: self.len,
-                logits: true,
-            });
+        if !self.pending.is_empty() {
+            let last = self.pending.len();
+            let len = self.len;
+            batch.extend(
+                self.pending
+                    .drain(..last.min(budget))
+                    .enumerate()
+                    .map(|(i, token)| BatchToken {
+                        token,
+                        seq,
+                        pos: len + i,
+                        logits: i + 1 == last,
+                    }),
+            );
         } else {
             let end = self.prompt.len().min(self.len + budget);
             batch.extend(
@@ -165,7 +175,7 @@ pub fn run(
                         sampler: Sampler::new(model, params, grammar.cloned()),
                         progress,
                         len: reused,
-                        pending: None,
+                        pending: Vec::new(),
                         row: None,
                         reused,
                         source,
@@ -192,11 +202,11 @@ pub fn run(
         // (sequences in a micro-batch must contribute equal token counts),
         // and only the total time of the call matters to its caller.
         batch.clear();
-        let reading = slots.iter().flatten().any(|s| s.pending.is_none());
+        let reading = slots.iter().flatten().any(|s| s.pending.is_empty());
         let mut budget = ctx.batch_capacity();
         for (seq, slot) in slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
-            if reading == slot.pending.is_some() {
+            if reading != slot.pending.is_empty() {
                 continue;
             }
             budget -= slot.feed(seq as u32, &mut batch, budget);
@@ -255,9 +265,24 @@ pub fn run(
                     ctx.logits(row).map_err(in_prompt)?,
                 )
                 .map_err(in_prompt)?;
-            match slot.progress.push(model, token) {
-                (token, None) => slot.pending = Some(token),
-                (_, Some(finish)) => {
+            let (token, mut finish) = slot.progress.push(model, token);
+            if finish.is_none() {
+                slot.pending.push(token);
+                if params.fast_forward {
+                    finish = generate::forward(
+                        &mut slot.progress,
+                        &mut slot.sampler,
+                        model,
+                        &mut slot.pending,
+                        (slot.len, n_ctx),
+                        params,
+                    )
+                    .map_err(in_prompt)?;
+                }
+            }
+            match finish {
+                None => {}
+                Some(finish) => {
                     if let Some(slot) = place.take() {
                         results[slot.index] =
                             Some(slot.progress.finish(finish, slot.prompt.len(), slot.reused));

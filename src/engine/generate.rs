@@ -395,35 +395,21 @@ impl Generator {
     }
 
     /// Append what the constraint forces after the pending tokens, without
-    /// sampling: each forced token counts toward `max_tokens` and the
-    /// context as a sampled one does, and goes through the stop strings;
-    /// the run stops short at either limit, or at the stop check, and the
-    /// next step reports why. Returns why the generation ends, when a stop
-    /// string ends it here.
+    /// sampling (see [`forward`]).
     fn forward(
         &mut self,
         session: &Session,
         model: &LlamaModel,
         params: &GenerateParams,
     ) -> InferenceResult<Option<FinishReason>> {
-        let forced = self.progress.forced_tokens(model, &self.sampler);
-        for token in forced {
-            let in_context = session.len() + self.pending.len();
-            if self
-                .progress
-                .before_token(in_context, session.n_ctx(), params)
-                .is_some()
-            {
-                break;
-            }
-            self.sampler.accept_forced(token)?;
-            let (token, finish) = self.progress.push_forced(model, token);
-            if finish.is_some() {
-                return Ok(finish);
-            }
-            self.pending.push(token);
-        }
-        Ok(None)
+        forward(
+            &mut self.progress,
+            &mut self.sampler,
+            model,
+            &mut self.pending,
+            (session.len(), session.n_ctx()),
+            params,
+        )
     }
 
     /// What has been generated so far (see [`Progress::text`]).
@@ -435,6 +421,39 @@ impl Generator {
         self.progress
             .finish(finish, self.prompt_tokens, self.reused)
     }
+}
+
+/// Append to `pending` what the constraint forces after it (see
+/// [`Progress::forced_tokens`]), for a sequence whose context holds
+/// `cached` tokens of `n_ctx`: the single-sequence loop and each sequence
+/// of a batch forward the same way. Each forced token counts toward
+/// `max_tokens` and the context as a sampled one does, and goes through the
+/// stop strings; the run stops short at either limit, or at the stop check,
+/// and the next step reports why. Returns why the generation ends, when a
+/// stop string ends it here.
+pub fn forward(
+    progress: &mut Progress,
+    sampler: &mut Sampler,
+    model: &LlamaModel,
+    pending: &mut Vec<LlamaToken>,
+    (cached, n_ctx): (usize, u32),
+    params: &GenerateParams,
+) -> InferenceResult<Option<FinishReason>> {
+    for token in progress.forced_tokens(model, sampler) {
+        if progress
+            .before_token(cached + pending.len(), n_ctx, params)
+            .is_some()
+        {
+            break;
+        }
+        sampler.accept_forced(token)?;
+        let (token, finish) = progress.push_forced(model, token);
+        if finish.is_some() {
+            return Ok(finish);
+        }
+        pending.push(token);
+    }
+    Ok(None)
 }
 
 /// Generate from `prompt` in `session`, whose cache is reused for the
