@@ -446,7 +446,9 @@ pub fn forward(
         {
             break;
         }
-        sampler.accept_forced(token)?;
+        if !sampler.accept_forced(token)? {
+            break;
+        }
         let (token, finish) = progress.push_forced(model, token);
         if finish.is_some() {
             return Ok(finish);

@@ -440,13 +440,20 @@ impl Sampler {
 
     /// Take `token`, which the grammar forced: the grammar advances past it,
     /// and the filters and the pick see it as they see a sampled token.
-    pub fn accept_forced(&mut self, token: LlamaToken) -> InferenceResult<()> {
+    /// Returns false, taking nothing and forcing nothing from then on, when
+    /// llama.cpp's grammar does not allow it: the follower and llama.cpp
+    /// disagree (which no test has shown), and llama.cpp's reading wins.
+    pub fn accept_forced(&mut self, token: LlamaToken) -> InferenceResult<bool> {
         if let Some(grammar) = &mut self.grammar {
+            if !grammar.allows(token) {
+                grammar.follow = None;
+                return Ok(false);
+            }
             grammar.accept(token)?;
         }
         self.took_free = false;
         self.accept_free(token);
-        Ok(())
+        Ok(true)
     }
 
     /// Let the filters and the pick see `token`, which the engine wrote
