@@ -17,7 +17,7 @@ declare(strict_types=1);
 
 require __DIR__ . '/support.php';
 
-use Displace\Infer\{Grammar, Model, Prompt};
+use Displace\Infer\{Model, Prompt};
 
 [$model_path, $tools] = [$argv[1] ?? '', $argv[2] ?? ''];
 $threads = (int) ($argv[3] ?? 2);
@@ -32,14 +32,7 @@ $name = basename($model_path);
 echo "## Fast-forward: $name, $threads threads, $rounds rounds, medians\n\n";
 
 // 1. The extraction call.
-$system = 'Extract the data. Output JSON only.';
-$user = 'Maria is 31 years old and lives in Lisbon.';
-$schema = ['type' => 'object', 'properties' => [
-    'name' => ['type' => 'string'], 'age' => ['type' => 'integer'], 'city' => ['type' => 'string'],
-]];
-$gbnf_file = tempnam(sys_get_temp_dir(), 'gbnf');
-file_put_contents($gbnf_file, Grammar::fromSchema($schema));
-$prompt = Prompt::system($system)->withUser($user);
+[$system, $user, $schema, $prompt, $gbnf_file] = spec_extraction();
 $extract = fn (bool $ff) => $model->chat($prompt, maxTokens: 128, options: ['schema' => $schema, 'cache_prompt' => false, 'fast_forward' => $ff]);
 $extract(true);
 $extract(false);

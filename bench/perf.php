@@ -57,14 +57,7 @@ $rss_loaded = rss();
 $model_mb = filesize($model_path) / 1048576;
 
 // 1. The SPEC's extraction example: warm chat() against llama-completion.
-$system = 'Extract the data. Output JSON only.';
-$user = 'Maria is 31 years old and lives in Lisbon.';
-$schema = ['type' => 'object', 'properties' => [
-    'name' => ['type' => 'string'], 'age' => ['type' => 'integer'], 'city' => ['type' => 'string'],
-]];
-$gbnf_file = tempnam(sys_get_temp_dir(), 'gbnf');
-file_put_contents($gbnf_file, Grammar::fromSchema($schema));
-$prompt = Prompt::system($system)->withUser($user);
+[$system, $user, $schema, $prompt, $gbnf_file] = spec_extraction();
 $extract = fn (bool $cache) => $model->chat($prompt, maxTokens: 128, options: ['schema' => $schema, 'cache_prompt' => $cache]);
 $ours = $extract(false);
 // Interleaved, so that a slow patch of a shared machine hits both sides.

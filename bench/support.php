@@ -135,3 +135,19 @@ function completion(string $tools, string $model, int $threads, string $prompt, 
         'text' => rtrim(preg_replace('/\s*\[end of text\]\s*$/', '', $out)),
     ];
 }
+
+/**
+ * The SPEC's extraction example: [system, user, schema, the Prompt, a file
+ * holding the schema's GBNF for llama.cpp's tools].
+ */
+function spec_extraction(): array
+{
+    $system = 'Extract the data. Output JSON only.';
+    $user = 'Maria is 31 years old and lives in Lisbon.';
+    $schema = ['type' => 'object', 'properties' => [
+        'name' => ['type' => 'string'], 'age' => ['type' => 'integer'], 'city' => ['type' => 'string'],
+    ]];
+    $gbnf_file = tempnam(sys_get_temp_dir(), 'gbnf');
+    file_put_contents($gbnf_file, \Displace\Infer\Grammar::fromSchema($schema));
+    return [$system, $user, $schema, \Displace\Infer\Prompt::system($system)->withUser($user), $gbnf_file];
+}
