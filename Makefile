@@ -58,7 +58,7 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model
+.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -138,7 +138,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -238,6 +238,14 @@ bench-php-versions: build model
 # workers and 8 system prompts with and without it.
 bench-prompt-store: build model qwen-model
 	$(PHP_WITH_EXT) bench/prompt_store.php $(INFER_MODEL) $(INFER_QWEN_MODEL)
+
+# Fast-forward decoding: the extraction call on/off and against llama.cpp's
+# CLI, realistic schemas against free decoding, chatMany() of 32 prompts;
+# SmolLM2 and Qwen2.5-Coder-0.5B.
+bench-fast-forward: build model qwen-model
+	bash bench/build-llama-tools.sh
+	$(PHP_WITH_EXT) bench/fast_forward.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
+	$(PHP_WITH_EXT) bench/fast_forward.php $(INFER_QWEN_MODEL) target/llama-tools/bin $(BENCH_THREADS)
 
 # Several threads sharing one model (as thread-safe PHP runs requests)
 # against one thread making the same calls: aggregate tokens/s.
