@@ -8,7 +8,9 @@
 //! Run: `make bench-compliance` (or `cargo run --release --no-default-features --features engine
 //! --example compliance -- [DATA] [MODEL] [--sample N] [--seeds N] [--fast-forward 1]`).
 //! With `--fast-forward 1` what the schema forces is appended without
-//! sampling; the table then gives the share of forced tokens.
+//! sampling; the table then gives the share of forced tokens. With
+//! `--differential 1` each schema is run greedily twice, fast-forward off
+//! and on, and the two outputs compared: same text, both valid, same shape.
 
 #[path = "args.rs"]
 mod args;
@@ -250,6 +252,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seeds = flag("--seeds", 2) as u32;
     let max_tokens = flag("--max-tokens", 160) as u32;
     let fast_forward = flag("--fast-forward", 0) == 1;
+    if flag("--differential", 0) == 1 {
+        return differential(&data, &model_path, flag("--sample", 20), max_tokens);
+    }
 
     let mut corpus = hand_written();
     corpus.extend(sample_from(&data, sample)?);
@@ -346,4 +351,94 @@ fn sample_from(path: &str, n: usize) -> Result<Vec<(String, Value)>, Box<dyn std
     }
     let step = (accepted.len() / n.max(1)).max(1);
     Ok(accepted.into_iter().step_by(step).take(n).collect())
+}
+
+/// The shape of a JSON value: its type, and for an object its keys in order
+/// (and their values' shapes), for an array its items' shapes.
+fn shape(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), shape(v))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(shape).collect()),
+        Value::String(_) => json!("string"),
+        Value::Number(_) => json!("number"),
+        Value::Bool(_) => json!("bool"),
+        Value::Null => json!("null"),
+    }
+}
+
+/// Fast-forward off against on, greedy, on every schema of the corpus.
+fn differential(
+    data: &str,
+    model_path: &str,
+    sample: usize,
+    max_tokens: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut corpus = hand_written();
+    corpus.extend(sample_from(data, sample)?);
+    let model = Model::load(Path::new(model_path), &LoadParams::default())?;
+    let (mut runs, mut same_text, mut both_eos, mut both_valid, mut same_shape) = (0, 0, 0, 0, 0);
+    let (mut forced, mut generated) = (0u64, 0u64);
+    let mut differing = Vec::new();
+    for (name, schema_value) in &corpus {
+        let gbnf = schema::compile(schema_value)?.gbnf;
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(schema_value)?;
+        let prompt = [
+            Message::new(Role::System, "Output one JSON value only."),
+            Message::new(Role::User, format!("Give an example of a {name}.")),
+        ];
+        let run = |fast_forward| {
+            model.chat(
+                &prompt,
+                &GenerateParams {
+                    max_tokens,
+                    n_ctx: 2048,
+                    constraint: Some(Constraint::Grammar(gbnf.clone())),
+                    fast_forward,
+                    cache_prompt: false,
+                    ..GenerateParams::default()
+                },
+            )
+        };
+        let (off, on) = (run(false)?, run(true)?);
+        runs += 1;
+        generated += u64::from(on.tokens_generated);
+        forced += u64::from(on.timings.forced_tokens);
+        if off.text == on.text {
+            same_text += 1;
+        } else {
+            differing.push(format!("{name}: off `{}` / on `{}`", off.text, on.text));
+        }
+        if off.finish == FinishReason::Eos && on.finish == FinishReason::Eos {
+            both_eos += 1;
+            let parsed = (
+                serde_json::from_str::<Value>(&off.text),
+                serde_json::from_str::<Value>(&on.text),
+            );
+            if let (Ok(a), Ok(b)) = parsed {
+                if validator.is_valid(&a) && validator.is_valid(&b) {
+                    both_valid += 1;
+                }
+                if shape(&a) == shape(&b) {
+                    same_shape += 1;
+                }
+            }
+        }
+    }
+    println!("## Fast-forward off against on, greedy\n");
+    println!("| figure | value |\n|---|---|");
+    println!("| schemas | {runs} |");
+    println!(
+        "| tokens forced with it on | {forced} of {generated} ({:.1}%) |",
+        100.0 * forced as f64 / generated.max(1) as f64
+    );
+    println!("| same text | {same_text} of {runs} |");
+    println!("| both ended 'eos' | {both_eos} |");
+    println!("| … both valid per the `jsonschema` crate | {both_valid} of {both_eos} |");
+    println!("| … same shape (types, keys in order, items) | {same_shape} of {both_eos} |");
+    for d in &differing {
+        println!("- differs: {d}");
+    }
+    Ok(())
 }
