@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use infer::common::params::Constraint;
 use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
+use infer::grammar::CheckedGbnf;
 use infer::schema;
 use serde_json::{json, Value};
 
@@ -256,18 +257,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return differential(&data, &model_path, flag("--sample", 20), max_tokens);
     }
 
-    let mut corpus = hand_written();
-    corpus.extend(sample_from(&data, sample)?);
+    let corpus = corpus(&data, sample)?;
     let model = Model::load(Path::new(&model_path), &LoadParams::default())?;
     let started = Instant::now();
     let (mut runs, mut eos, mut valid, mut length) = (0, 0, 0, 0);
     let (mut generated, mut forced) = (0u64, 0u64);
     let mut invalid = Vec::new();
     for (name, schema_value) in &corpus {
-        let gbnf = schema::compile(schema_value)?.gbnf;
-        let validator = jsonschema::options()
-            .should_validate_formats(true)
-            .build(schema_value)?;
+        let (gbnf, validator, prompt) = prepare(name, schema_value)?;
         for seed in 1..=seeds {
             let params = GenerateParams {
                 max_tokens,
@@ -278,10 +275,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 fast_forward,
                 ..GenerateParams::default()
             };
-            let prompt = [
-                Message::new(Role::System, "Output one JSON value only."),
-                Message::new(Role::User, format!("Give an example of a {name}.")),
-            ];
             let run_started = Instant::now();
             let out = model.chat(&prompt, &params)?;
             runs += 1;
@@ -332,6 +325,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The hand-written schemas and `sample` from the data file.
+fn corpus(data: &str, sample: usize) -> Result<Vec<(String, Value)>, Box<dyn std::error::Error>> {
+    let mut corpus = hand_written();
+    corpus.extend(sample_from(data, sample)?);
+    Ok(corpus)
+}
+
+/// What a run on the schema `name` needs: its grammar, its validator
+/// (formats asserted) and the prompt asking for an example.
+fn prepare(
+    name: &str,
+    schema_value: &Value,
+) -> Result<(CheckedGbnf, jsonschema::Validator, [Message; 2]), Box<dyn std::error::Error>> {
+    let gbnf = schema::compile(schema_value)?.gbnf;
+    let validator = jsonschema::options()
+        .should_validate_formats(true)
+        .build(schema_value)?;
+    let prompt = [
+        Message::new(Role::System, "Output one JSON value only."),
+        Message::new(Role::User, format!("Give an example of a {name}.")),
+    ];
+    Ok((gbnf, validator, prompt))
+}
+
 /// Every k-th schema the converter accepts, `n` in all.
 fn sample_from(path: &str, n: usize) -> Result<Vec<(String, Value)>, Box<dyn std::error::Error>> {
     let mut accepted = Vec::new();
@@ -373,21 +390,13 @@ fn differential(
     sample: usize,
     max_tokens: u32,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let mut corpus = hand_written();
-    corpus.extend(sample_from(data, sample)?);
+    let corpus = corpus(data, sample)?;
     let model = Model::load(Path::new(model_path), &LoadParams::default())?;
     let (mut runs, mut same_text, mut both_eos, mut both_valid, mut same_shape) = (0, 0, 0, 0, 0);
     let (mut forced, mut generated) = (0u64, 0u64);
     let mut differing = Vec::new();
     for (name, schema_value) in &corpus {
-        let gbnf = schema::compile(schema_value)?.gbnf;
-        let validator = jsonschema::options()
-            .should_validate_formats(true)
-            .build(schema_value)?;
-        let prompt = [
-            Message::new(Role::System, "Output one JSON value only."),
-            Message::new(Role::User, format!("Give an example of a {name}.")),
-        ];
+        let (gbnf, validator, prompt) = prepare(name, schema_value)?;
         let run = |fast_forward| {
             model.chat(
                 &prompt,
