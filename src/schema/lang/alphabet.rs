@@ -177,6 +177,48 @@ impl Alphabet {
         self.classes.len()
     }
 
+    /// The coarsest common refinement of several alphabets, with, for each
+    /// of them, the class of its own that each class of the refinement lies
+    /// in (`None` cannot happen: every alphabet covers every character).
+    pub(super) fn refinement(alphabets: &[&Alphabet]) -> (Alphabet, Vec<Vec<Option<usize>>>) {
+        let mut cuts: Vec<u32> = alphabets
+            .iter()
+            .flat_map(|a| a.starts.iter().map(|(s, _)| *s))
+            .collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        // Each elementary interval's classes in the alphabets decide its class.
+        let mut by_signature: Map<Vec<Option<usize>>, usize> = Map::default();
+        let mut members: Vec<Vec<(char, char)>> = Vec::new();
+        let mut maps: Vec<Vec<Option<usize>>> = vec![Vec::new(); alphabets.len()];
+        let mut starts = Vec::with_capacity(cuts.len());
+        for (i, &start) in cuts.iter().enumerate() {
+            let end = cuts.get(i + 1).map_or(char::MAX as u32, |n| n - 1);
+            let (Some(a), Some(b)) = (char::from_u32(start), char::from_u32(end)) else {
+                starts.push((start, None));
+                continue;
+            };
+            let signature: Vec<Option<usize>> = alphabets.iter().map(|x| x.class_of(a)).collect();
+            let next = members.len();
+            let class = *by_signature.entry(signature.clone()).or_insert(next);
+            if class == next {
+                members.push(Vec::new());
+                for (map, own) in maps.iter_mut().zip(signature) {
+                    map.push(own);
+                }
+            }
+            if let Some(m) = members.get_mut(class) {
+                m.push((a, b));
+            }
+            starts.push((start, Some(class)));
+        }
+        let joint = Alphabet {
+            classes: members.into_iter().map(CharSet::from_ranges).collect(),
+            starts,
+        };
+        (joint, maps)
+    }
+
     /// The class of a character.
     pub(super) fn class_of(&self, c: char) -> Option<usize> {
         let code = c as u32;

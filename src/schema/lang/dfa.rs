@@ -84,6 +84,134 @@ impl Dfa {
         Ok(dfa.trimmed().minimised())
     }
 
+    /// The automaton of the strings every operand accepts, an operand
+    /// marked `true` read as its complement: the reachable tuples of the
+    /// operands' states over the common refinement of their alphabets,
+    /// trimmed and minimised. The operands are minimal already, so this
+    /// explores no more states than derivatives of the conjunction would
+    /// (each derivative names one tuple), and an operand's automaton comes
+    /// from the cache when formats and patterns recur. More than `limit`
+    /// tuples: [`LangError::TooManyStates`].
+    pub(super) fn intersection(operands: &[(&Dfa, bool)], limit: usize) -> Result<Dfa, LangError> {
+        /// A component that has left its automaton: no string from here is in
+        /// its language.
+        const GONE: usize = usize::MAX;
+        let alphabets: Vec<&Alphabet> = operands.iter().map(|(d, _)| &d.alphabet).collect();
+        let (alphabet, maps) = Alphabet::refinement(&alphabets);
+        let k = alphabet.len();
+        // Dense transition tables over each operand's own classes.
+        let tables: Vec<Vec<usize>> = operands
+            .iter()
+            .map(|(d, _)| {
+                let own = d.alphabet.len();
+                let mut table = vec![GONE; d.states.len() * own];
+                for (s, st) in d.states.iter().enumerate() {
+                    for (bits, t) in &st.next {
+                        for c in bits.iter() {
+                            if let Some(slot) = table.get_mut(s * own + c) {
+                                *slot = *t;
+                            }
+                        }
+                    }
+                }
+                table
+            })
+            .collect();
+        let step = |i: usize, state: usize, class: usize| -> usize {
+            let (d, _) = operands[i];
+            match maps[i].get(class).copied().flatten() {
+                Some(own) if state != GONE => tables[i]
+                    .get(state * d.alphabet.len() + own)
+                    .copied()
+                    .unwrap_or(GONE),
+                _ => GONE,
+            }
+        };
+        // A tuple is alive while no operand read positively has been left.
+        let alive = |tuple: &[usize]| {
+            tuple
+                .iter()
+                .zip(operands)
+                .all(|(&q, (_, negated))| *negated || q != GONE)
+        };
+        let accepting = |tuple: &[usize]| {
+            tuple.iter().zip(operands).all(|(&q, (d, negated))| {
+                let inside = q != GONE && d.states.get(q).is_some_and(|st| st.accepting);
+                inside != *negated
+            })
+        };
+        let start: Vec<usize> = operands
+            .iter()
+            .map(|(d, _)| if d.states.is_empty() { GONE } else { 0 })
+            .collect();
+        if !alive(&start) {
+            return Ok(Dfa {
+                alphabet,
+                states: Vec::new(),
+            });
+        }
+        let mut ids: Map<Vec<usize>, usize> = Map::default();
+        ids.insert(start.clone(), 0);
+        let mut order = vec![start];
+        let mut states = Vec::new();
+        let mut i = 0;
+        let mut target: Vec<usize> = Vec::with_capacity(operands.len());
+        while let Some(tuple) = order.get(i).cloned() {
+            i += 1;
+            let mut next: Vec<(Bits, usize)> = Vec::new();
+            for class in 0..k {
+                target.clear();
+                target.extend(tuple.iter().enumerate().map(|(j, &q)| step(j, q, class)));
+                if !alive(&target) {
+                    continue;
+                }
+                let t = match ids.get(target.as_slice()) {
+                    Some(&t) => t,
+                    None => {
+                        let t = order.len();
+                        if t >= limit {
+                            return Err(LangError::TooManyStates { limit });
+                        }
+                        ids.insert(target.clone(), t);
+                        order.push(target.clone());
+                        t
+                    }
+                };
+                match next.iter_mut().find(|(_, x)| *x == t) {
+                    Some((bits, _)) => bits.insert(class),
+                    None => {
+                        let mut bits = Bits::empty(k);
+                        bits.insert(class);
+                        next.push((bits, t));
+                    }
+                }
+            }
+            states.push(State {
+                accepting: accepting(&tuple),
+                next,
+            });
+        }
+        Ok(Dfa { alphabet, states }.trimmed().minimised())
+    }
+
+    /// Whether every string is in the language: one accepting state that
+    /// every class leads back to.
+    pub(super) fn is_universal(&self) -> bool {
+        let full = Bits::full(self.alphabet.len());
+        match self.states.as_slice() {
+            [only] => {
+                only.accepting
+                    && only.next.iter().all(|(_, t)| *t == 0)
+                    && only
+                        .next
+                        .iter()
+                        .fold(Bits::empty(self.alphabet.len()), |acc, (b, _)| acc.or(b))
+                        == full
+            }
+            _ => false,
+        }
+    }
+
     /// Whether no string is in the language.
     pub fn is_empty(&self) -> bool {
         self.states.is_empty()
@@ -258,42 +386,58 @@ impl Dfa {
                 }
             }
         }
-        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); total * k];
+        // Predecessors in one array: those of (state t, class c) at
+        // `preds[offsets[t * k + c]..offsets[t * k + c + 1]]` (one allocation
+        // where a list per pair made `total * k` of them).
+        let step = |s: usize, c: usize| if s == dead { dead } else { target[s * k + c] };
+        let mut offsets = vec![0usize; total * k + 1];
         for s in 0..total {
             for c in 0..k {
-                let t = if s == dead { dead } else { target[s * k + c] };
-                preds[t * k + c].push(s);
+                offsets[step(s, c) * k + c + 1] += 1;
             }
         }
+        for i in 1..offsets.len() {
+            offsets[i] += offsets[i - 1];
+        }
+        let mut preds = vec![0usize; total * k];
+        let mut filled = offsets.clone();
+        for s in 0..total {
+            for c in 0..k {
+                let slot = &mut filled[step(s, c) * k + c];
+                preds[*slot] = s;
+                *slot += 1;
+            }
+        }
+        let preds_of = |t: usize, c: usize| &preds[offsets[t * k + c]..offsets[t * k + c + 1]];
         let mut partition = Partition::new(total, |s| s < n && self.states[s].accepting);
         let mut pending: Vec<(usize, usize)> = Vec::new();
-        let mut queued: Vec<Vec<bool>> = Vec::new();
+        // Whether (block, class) waits in `pending`: `queued[block * k + class]`.
+        let mut queued: Vec<bool> = Vec::new();
         for b in 0..partition.blocks() {
-            queued.push(vec![true; k]);
+            queued.extend(std::iter::repeat_n(true, k));
             for c in 0..k {
                 pending.push((b, c));
             }
         }
         let mut marked: Vec<usize> = Vec::new();
         while let Some((splitter, c)) = pending.pop() {
-            queued[splitter][c] = false;
+            queued[splitter * k + c] = false;
             marked.clear();
             for &t in partition.members(splitter) {
-                marked.extend_from_slice(&preds[t * k + c]);
+                marked.extend_from_slice(preds_of(t, c));
             }
             for (old, new) in partition.split(&marked) {
-                queued.push(vec![false; k]);
+                queued.extend(std::iter::repeat_n(false, k));
                 let smaller = if partition.size(new) < partition.size(old) {
                     new
                 } else {
                     old
                 };
-                let was_queued = queued[old].clone();
-                for (d, queued_before) in was_queued.into_iter().enumerate() {
+                for d in 0..k {
                     // A block still waiting on `d` passes the wait to both halves;
                     // otherwise the smaller half suffices (Hopcroft's trick).
-                    let target = if queued_before { new } else { smaller };
-                    queued[target][d] = true;
+                    let target = if queued[old * k + d] { new } else { smaller };
+                    queued[target * k + d] = true;
                     pending.push((target, d));
                 }
             }

@@ -105,29 +105,116 @@ pub enum Re {
 pub(super) const NUMERAL_CHARS: [char; 12] =
     ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '.', '-'];
 
-/// The automaton of a description, from a small per-thread cache: a schema
-/// asks for the same language when it is parsed, merged and written, and
-/// formats recur across schemas. Failures are kept too: finding that an
-/// automaton is too large costs as much as building it.
+/// The automaton of a description, from a per-thread cache: a schema asks
+/// for the same language when it is parsed, merged and written, and formats
+/// recur across schemas. Failures are kept too: finding that an automaton is
+/// too large costs as much as building it.
 pub fn automaton(re: &Re) -> Result<Arc<Dfa>, LangError> {
-    /// Languages kept; the cache is emptied when it holds more.
-    const KEPT: usize = 64;
-    type Built = Result<Arc<Dfa>, LangError>;
     thread_local! {
-        static CACHE: RefCell<Map<Re, Built>> = RefCell::new(Map::default());
+        static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
     }
-    if let Some(hit) = CACHE.with(|c| c.borrow().get(re).cloned()) {
+    if let Some(hit) = CACHE.with(|c| c.borrow_mut().get(re)) {
         return hit;
     }
-    let built = Dfa::new(re).map(Arc::new);
-    CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.len() >= KEPT {
-            c.clear();
-        }
-        c.insert(re.clone(), built.clone());
-    });
+    let built = conjunction(re)
+        .unwrap_or_else(|| Dfa::new(re))
+        .map(Arc::new);
+    CACHE.with(|c| c.borrow_mut().insert(re, built.clone()));
     built
+}
+
+type Built = Result<Arc<Dfa>, LangError>;
+
+/// Automata kept for reuse, in two tiers. Large ones (formats such as `uri`,
+/// about 900 states and 3 ms each) stay until [`Cache::LARGE`] of them are
+/// kept, however many small ones a schema's key languages bring; small ones
+/// are kept by generation: when [`Cache::RECENT`] are new, the older
+/// generation goes and the recent becomes it, and a hit in the older one
+/// brings it back.
+#[derive(Default)]
+struct Cache {
+    large: Map<Re, Built>,
+    recent: Map<Re, Built>,
+    older: Map<Re, Built>,
+}
+
+impl Cache {
+    /// Large automata kept (the tier is emptied when it holds more).
+    const LARGE: usize = 64;
+    /// Small automata per generation.
+    const RECENT: usize = 256;
+    /// States from which an automaton counts as large.
+    const LARGE_STATES: usize = 100;
+
+    fn get(&mut self, re: &Re) -> Option<Built> {
+        if let Some(hit) = self.large.get(re).or_else(|| self.recent.get(re)) {
+            return Some(hit.clone());
+        }
+        let hit = self.older.remove(re)?;
+        self.insert(re, hit.clone());
+        Some(hit)
+    }
+
+    fn insert(&mut self, re: &Re, built: Built) {
+        let large = match &built {
+            Ok(dfa) => dfa.len() >= Self::LARGE_STATES,
+            Err(_) => true,
+        };
+        if large {
+            if self.large.len() >= Self::LARGE {
+                self.large.clear();
+            }
+            self.large.insert(re.clone(), built);
+            return;
+        }
+        if self.recent.len() >= Self::RECENT {
+            self.older = std::mem::take(&mut self.recent);
+        }
+        self.recent.insert(re.clone(), built);
+    }
+}
+
+/// The automaton of a conjunction as the product of its operands' automata
+/// (each from the cache, a negated operand complemented); `None` when `re`
+/// is not a conjunction of several operands, or when an operand alone is too
+/// large (the conjunction may still be small: derivatives decide).
+fn conjunction(re: &Re) -> Option<Result<Dfa, LangError>> {
+    let Re::And(_) = re else { return None };
+    // The operands, nested conjunctions flattened.
+    fn operands<'a>(re: &'a Re, out: &mut Vec<&'a Re>) {
+        match re {
+            Re::And(parts) => parts.iter().for_each(|p| operands(p, out)),
+            other => out.push(other),
+        }
+    }
+    let mut parts = Vec::new();
+    operands(re, &mut parts);
+    let mut built = Vec::with_capacity(parts.len());
+    for part in parts {
+        let (inner, negated) = match part {
+            Re::Not(inner) => (&**inner, true),
+            other => (other, false),
+        };
+        let dfa = automaton(inner).ok()?;
+        // An operand that every string meets changes nothing.
+        if (!negated && dfa.is_universal()) || (negated && dfa.is_empty()) {
+            continue;
+        }
+        built.push((dfa, negated));
+    }
+    match built.as_slice() {
+        // Every string: derivatives say so in a step.
+        [] => return None,
+        [(only, false)] => return Some(Ok(Dfa::clone(only))),
+        _ => {}
+    }
+    let operands: Vec<(&Dfa, bool)> = built.iter().map(|(d, n)| (&**d, *n)).collect();
+    let limit = if re.reads_numerals() {
+        MAX_NUMERAL_STATES
+    } else {
+        MAX_STATES
+    };
+    Some(Dfa::intersection(&operands, limit))
 }
 
 impl Re {

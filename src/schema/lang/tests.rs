@@ -532,3 +532,67 @@ fn formats_read_as_languages() {
     assert_eq!(Re::from_expr(&Expr::lit("a\"b")), None);
     assert_eq!(Re::from_expr(&Expr::rule("x")), None);
 }
+
+#[test]
+fn conjunctions_built_as_products_match_their_definition_and_are_minimal() {
+    let mut rng = Rng::new(19);
+    let all = strings(5);
+    let every = Re::Repeat(
+        Box::new(Re::Set(CharSet::from_ranges([('\0', char::MAX)]))),
+        0,
+        None,
+    );
+    for round in 0..400 {
+        let parts: Vec<Re> = (0..2 + rng.below(3))
+            .map(|_| {
+                let x = random_re(&mut rng, 3);
+                match rng.below(6) {
+                    0 | 1 => x.complement(),
+                    2 => Re::And(vec![x, random_re(&mut rng, 2).complement()]),
+                    3 => Re::And(vec![x, every.clone()]),
+                    _ => x,
+                }
+            })
+            .collect();
+        let re = Re::And(parts);
+        let Some(product) = conjunction(&re) else {
+            // Only a conjunction of operands every string meets is left to
+            // derivatives.
+            assert!(
+                Dfa::new(&re).expect("compiles").is_universal(),
+                "round {round}: {re:?}"
+            );
+            continue;
+        };
+        let product = product.expect("compiles");
+        let derived = Dfa::new(&re).expect("compiles");
+        assert_eq!(product.len(), derived.len(), "round {round}: {re:?}");
+        for s in &all {
+            let text: String = s.iter().collect();
+            assert_eq!(
+                product.matches(&text),
+                reference(&re, s, 0, s.len()),
+                "round {round}: {re:?} on {text:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_conjunction_with_an_operand_too_large_alone_is_left_to_derivatives() {
+    // `(a|b)*a(a|b){12}` alone needs 2^13 states, more than the limit; with
+    // a length of at most 3 beside it the conjunction is empty and small.
+    let ab = || Re::Set(CharSet::from_ranges([('a', 'b')]));
+    let large = Re::Seq(vec![
+        Re::Repeat(Box::new(ab()), 0, None),
+        Re::literal("a"),
+        Re::Repeat(Box::new(ab()), 12, Some(12)),
+    ]);
+    assert!(matches!(
+        Dfa::new(&large),
+        Err(LangError::TooManyStates { .. })
+    ));
+    let re = Re::And(vec![large, Re::length(0, Some(3))]);
+    assert!(conjunction(&re).is_none());
+    assert!(automaton(&re).expect("compiles").is_empty());
+}
