@@ -90,6 +90,7 @@ ifeq ($(PHP),8.4)
 build: deps php84
 	$(IN_ROOT) env CARGO_TARGET_DIR=$(CARGO_TARGET_DIR_FOR_PHP) cargo build --release $(GPU_FEATURES)
 	cp $(CARGO_TARGET_DIR_FOR_PHP)/release/libinfer.so $(EXT).tmp && mv $(EXT).tmp $(EXT)
+	cp $(CARGO_TARGET_DIR_FOR_PHP)/release/infer-serve $(dir $(EXT))infer-serve.tmp && mv $(dir $(EXT))infer-serve.tmp $(dir $(EXT))infer-serve
 else
 build: deps
 	cargo build --release $(GPU_FEATURES)
@@ -158,8 +159,11 @@ bench-perf: build model
 	$(PHP_WITH_EXT) bench/perf.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
 
 # Copy the extension into PHP's extension directory and enable it.
-install: build
-	$(IN_ROOT) bash -c 'install -m 0755 $(EXT) "$$(php-config --extension-dir)/infer.so"'
+# The extension, and beside it what the shared server (php.ini
+# infer.server_model) runs: llama-server, built from the llama.cpp the
+# extension links, as infer-llama-server, and its supervisor infer-serve.
+install: build llama-server
+	$(IN_ROOT) bash -c 'dir="$$(php-config --extension-dir)" && install -m 0755 $(EXT) "$$dir/infer.so" && install -m 0755 $(dir $(EXT))infer-serve "$$dir/infer-serve" && install -m 0755 $(INFER_LLAMA_SERVER) "$$dir/infer-llama-server"'
 	@echo "Add 'extension=infer.so' to your php.ini (or a conf.d file) to enable it."
 
 clean:

@@ -50,7 +50,7 @@ final class Model
      * Load a GGUF model.
      *
      * @param string $path path of a .gguf file; it must be within open_basedir when that is set
-     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank'} $options
+     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank', shared?: bool} $options
      *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0). Above 0 on a build without a GPU
      *        backend (the default CPU build), or where no GPU device is found, it throws ModelLoadException naming
      *        the compiled backends: never a silent run on the CPU. info() shows what was offloaded;
@@ -68,6 +68,14 @@ final class Model
      *        pooling: how the token vectors of a text become one ('none', 'mean', 'cls', 'last' or 'rank';
      *        only with embedding; default: what the GGUF declares). 'rank' gives a cross-encoder's scores;
      *        'none' gives a vector per token, which embed() refuses.
+     *        shared: use the llama-server that every PHP process of this installation shares (default false):
+     *        php.ini infer.server_model names the one GGUF it serves, and $path must be that file; the first
+     *        process that needs it starts it (infer.server_slots, infer.server_threads, infer.server_ctx,
+     *        infer.server_dir, infer.server_port, infer.server_log, infer.server_idle, infer.server_binary), a
+     *        dead one is started again by the next request, and it stops when no process that used it is left.
+     *        The Model it returns runs as one from connect() (info()['shared'] is true); no other option may be
+     *        given with it. Throws ModelLoadException when the setting is empty, names another file, or the
+     *        server cannot start (with the end of its log).
      *        An unknown key or a value of the wrong type or range throws.
      * @throws ModelLoadException
      */

@@ -46,6 +46,10 @@ pub enum LoadError {
     },
     #[error("llama.cpp backend could not be initialised: {reason}")]
     Backend { reason: String },
+    /// `['shared' => true]`: the shared server is not configured for this
+    /// model, or cannot be started or reached.
+    #[error("{detail}")]
+    Shared { detail: String },
     /// `Model::connect()` could not reach the server or use its model.
     #[error(transparent)]
     Remote(#[from] super::RemoteError),

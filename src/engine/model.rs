@@ -747,7 +747,7 @@ impl Drop for Model {
 }
 
 /// Reject what is certainly not a loadable GGUF file.
-fn check_file(path: &Path) -> Result<(), LoadError> {
+pub(crate) fn check_file(path: &Path) -> Result<(), LoadError> {
     let owned = || path.to_path_buf();
     if path.as_os_str().as_encoded_bytes().contains(&0) {
         return Err(LoadError::NulInPath);

@@ -101,6 +101,17 @@ pub(super) fn embed_text(bytes: Vec<u8>, what: &str) -> Result<String, CallError
     })
 }
 
+/// Whether two paths name one file (the same device and inode; the same
+/// path when either cannot be looked at, so that the shared server, not this
+/// check, says what is wrong).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => a == b,
+    }
+}
+
 /// A string argument as text; `what` names it in the error.
 fn text(bytes: Binary<u8>, what: &'static str) -> Result<String, CallError> {
     convert::utf8(bytes.into()).map_err(|offset| CallError::NotUtf8 { what, offset })
@@ -116,14 +127,38 @@ impl Model {
     /// Load a GGUF model. Options: `n_gpu_layers` (int >= 0, default 0),
     /// `use_mmap` (bool, true), `use_mlock` (bool, false), `n_threads`
     /// (int from 1 to 512, default: the machine's cores), `persistent`
-    /// (bool, false: keep the model in this process for later requests). The
-    /// path obeys `open_basedir`.
+    /// (bool, false: keep the model in this process for later requests),
+    /// `shared` (bool, false: use the llama-server every process of the
+    /// installation shares, php.ini `infer.server_*`). The path obeys
+    /// `open_basedir`.
     #[php(defaults(options = OptionsArg::none()))]
     pub fn load(path: Binary<u8>, options: OptionsArg<'_>) -> PhpResult<Self> {
         let request = load_request(options)?;
         // Bytes, not text: a path that is not UTF-8 gets its own error.
         let path: Vec<u8> = path.into();
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
+        if request.shared {
+            let settings = super::settings::shared_server().ok_or_else(|| {
+                engine::LoadError::Shared {
+                    detail: "'shared' => true needs the shared server: set php.ini infer.server_model to the GGUF it serves".to_owned(),
+                }
+            })?;
+            if !same_file(path, &settings.model) {
+                return Err(engine::LoadError::Shared {
+                    detail: format!(
+                        "the shared server serves {} (php.ini infer.server_model), not {}; load this model without 'shared'",
+                        settings.model.display(),
+                        path.display()
+                    ),
+                }
+                .into());
+            }
+            let remote = Remote::connect_shared(&settings)?;
+            return Ok(Self {
+                inner: Some(remote),
+                persistent: false,
+            });
+        }
         let model: Arc<dyn Backend> = if request.persistent {
             persistent::load(path, &request.params)?.0
         } else {

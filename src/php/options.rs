@@ -27,6 +27,7 @@ pub const LOAD_KEYS: &[&str] = &[
     "persistent",
     "embedding",
     "pooling",
+    "shared",
 ];
 
 /// What `Model::load()` was asked for.
@@ -35,6 +36,8 @@ pub struct LoadRequest {
     pub params: LoadParams,
     /// Keep the model in the process after the request (`persistent`).
     pub persistent: bool,
+    /// Use the installation's shared server (`shared`).
+    pub shared: bool,
 }
 
 /// The keys `chatMany()` and `rawMany()` accept: those of `chat()` and
@@ -120,8 +123,14 @@ impl From<Problem> for CallError {
 pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallError> {
     let mut params = LoadParams::default();
     let mut persistent = false;
+    let mut shared = false;
+    let mut others: Vec<String> = Vec::new();
     for (key, value) in options.entries(|i| Problem::integer_key(i, LOAD_KEYS))? {
+        if key != "shared" {
+            others.push(key.clone());
+        }
         match key.as_str() {
+            "shared" => shared = flag(&key, value)?,
             "persistent" => persistent = flag(&key, value)?,
             "embedding" => params.embedding = flag(&key, value)?,
             "pooling" => params.pooling = Some(pooling(&key, value)?),
@@ -135,7 +144,20 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
         )
         .into());
     }
-    Ok(LoadRequest { params, persistent })
+    if shared {
+        if let Some(other) = others.first() {
+            return Err(Problem::new(
+                other,
+                "applies to a model loaded in this process; a shared model is served with the server's settings (php.ini infer.server_*)",
+            )
+            .into());
+        }
+    }
+    Ok(LoadRequest {
+        params,
+        persistent,
+        shared,
+    })
 }
 
 /// The keys `RerankModel::load()` accepts.

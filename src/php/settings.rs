@@ -27,8 +27,32 @@ pub const PROMPT_CACHE_DIR_MB_INI: &CStr = c"infer.prompt_cache_dir_mb";
 /// to the stored prefixes for its state to be written.
 pub const PROMPT_CACHE_DIR_MIN_TOKENS_INI: &CStr = c"infer.prompt_cache_dir_min_tokens";
 
+/// `infer.server_model`: the GGUF the installation's shared llama-server
+/// serves (`Model::load($path, ['shared' => true])`); empty: no shared server.
+pub const SERVER_MODEL_INI: &CStr = c"infer.server_model";
+/// `infer.server_slots`: the sequences it decodes together.
+pub const SERVER_SLOTS_INI: &CStr = c"infer.server_slots";
+/// `infer.server_threads`: its threads (0: llama-server's default).
+pub const SERVER_THREADS_INI: &CStr = c"infer.server_threads";
+/// `infer.server_ctx`: the context of each slot, in tokens.
+pub const SERVER_CTX_INI: &CStr = c"infer.server_ctx";
+/// `infer.server_dir`: its state directory (empty: `infer-server-<uid>` in
+/// the system's temporary directory).
+pub const SERVER_DIR_INI: &CStr = c"infer.server_dir";
+/// `infer.server_port`: its port on 127.0.0.1 (0: a free one at each start).
+pub const SERVER_PORT_INI: &CStr = c"infer.server_port";
+/// `infer.server_log`: its log file (empty: `server.log` in the directory).
+pub const SERVER_LOG_INI: &CStr = c"infer.server_log";
+/// `infer.server_idle`: seconds without a request after which it stops (0:
+/// only when no process that used it is left).
+pub const SERVER_IDLE_INI: &CStr = c"infer.server_idle";
+/// `infer.server_binary`: llama-server (empty: `infer-llama-server` beside
+/// the extension, where `make install` puts it; the supervisor
+/// `infer-serve` is looked for beside the extension, then beside it).
+pub const SERVER_BINARY_INI: &CStr = c"infer.server_binary";
+
 /// The entries, registered in MINIT.
-pub static INI: IniEntryDefs<7> = IniEntryDefs::new([
+pub static INI: IniEntryDefs<16> = IniEntryDefs::new([
     IniEntryDef::new(MAX_MODELS_INI, c"2", IniEntryPermission::System),
     IniEntryDef::new(PROMPT_CACHE_MB_INI, c"128", IniEntryPermission::System),
     IniEntryDef::new(
@@ -43,6 +67,15 @@ pub static INI: IniEntryDefs<7> = IniEntryDefs::new([
         c"64",
         IniEntryPermission::System,
     ),
+    IniEntryDef::new(SERVER_MODEL_INI, c"", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_SLOTS_INI, c"4", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_THREADS_INI, c"0", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_CTX_INI, c"4096", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_DIR_INI, c"", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_PORT_INI, c"0", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_LOG_INI, c"", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_IDLE_INI, c"0", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_BINARY_INI, c"", IniEntryPermission::System),
     IniEntryDef::end(),
 ]);
 
@@ -99,4 +132,67 @@ fn prompt_cache_bytes() -> usize {
 
 fn prompt_cache_min_tokens() -> usize {
     non_negative(PROMPT_CACHE_MIN_TOKENS_INI)
+}
+
+/// The shared server's settings, or `None` when `infer.server_model` is
+/// empty.
+pub fn shared_server() -> Option<crate::remote::shared::Settings> {
+    use std::path::PathBuf;
+    let model = string(SERVER_MODEL_INI);
+    if model.is_empty() {
+        return None;
+    }
+    let count = |name: &CStr, least: usize| {
+        u32::try_from(non_negative(name).max(least)).unwrap_or(u32::MAX)
+    };
+    let dir = match string(SERVER_DIR_INI) {
+        d if d.is_empty() => {
+            // SAFETY: geteuid has no failure mode.
+            let uid = unsafe { libc::geteuid() };
+            std::env::temp_dir().join(format!("infer-server-{uid}"))
+        }
+        d => PathBuf::from(d),
+    };
+    let beside = extension_dir().unwrap_or_default();
+    let server_binary = match string(SERVER_BINARY_INI) {
+        b if b.is_empty() => beside.join("infer-llama-server"),
+        b => PathBuf::from(b),
+    };
+    // The supervisor beside the extension (where `make install` and the
+    // build put it), else beside llama-server.
+    let supervisor_binary = Some(beside.join("infer-serve"))
+        .filter(|p| p.is_file())
+        .or_else(|| server_binary.parent().map(|d| d.join("infer-serve")))
+        .unwrap_or_else(|| beside.join("infer-serve"));
+    Some(crate::remote::shared::Settings {
+        model: PathBuf::from(model),
+        slots: count(SERVER_SLOTS_INI, 1),
+        threads: count(SERVER_THREADS_INI, 0),
+        ctx: count(SERVER_CTX_INI, 64),
+        dir,
+        port: u16::try_from(non_negative(SERVER_PORT_INI)).unwrap_or(0),
+        log: Some(string(SERVER_LOG_INI))
+            .filter(|l| !l.is_empty())
+            .map(PathBuf::from),
+        idle: u64::try_from(non_negative(SERVER_IDLE_INI)).unwrap_or(0),
+        server_binary,
+        supervisor_binary,
+    })
+}
+
+/// The directory this extension's shared object was loaded from.
+fn extension_dir() -> Option<std::path::PathBuf> {
+    use std::os::unix::ffi::OsStrExt as _;
+    // SAFETY: Dl_info is plain pointers, for which zero is a valid value.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `extension_dir` is code of this library; dladdr fills `info`
+    // with pointers into the loader's own tables, valid while it is loaded.
+    let found = unsafe { libc::dladdr(extension_dir as *const libc::c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated path owned by the loader.
+    let path = unsafe { CStr::from_ptr(info.dli_fname) };
+    let path = std::path::Path::new(std::ffi::OsStr::from_bytes(path.to_bytes()));
+    path.parent().map(std::path::Path::to_path_buf)
 }

@@ -116,13 +116,18 @@ impl Backend for Remote {
     }
 
     fn info(&self) -> Value {
-        json!({
+        let mut info = json!({
             "backend": "remote",
             "engine": self.engine().name(),
             "url": self.url(),
             "model": self.model_name(),
             "context_length": Remote::context_length(self),
-        })
+            "shared": self.shared_server_pid().is_some(),
+        });
+        if let (Some(pid), Some(map)) = (self.shared_server_pid(), info.as_object_mut()) {
+            map.insert("server_pid".to_owned(), json!(pid));
+        }
+        info
     }
 
     fn context_length(&self) -> u32 {

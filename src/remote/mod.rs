@@ -22,6 +22,7 @@ mod dialect;
 pub mod http;
 mod llama_server;
 mod openai;
+pub mod shared;
 pub mod stream;
 #[cfg(test)]
 mod tests;
@@ -122,6 +123,8 @@ pub struct Remote {
     /// The context the model was trained for (`contextLength()`).
     trained_ctx: u32,
     llama: Option<LlamaServerInfo>,
+    /// Set for the installation's shared server (`shared::ensure`).
+    shared: Option<shared::Endpoint>,
 }
 
 impl Remote {
@@ -184,7 +187,41 @@ impl Remote {
             slot_ctx,
             trained_ctx,
             llama,
+            shared: None,
         })
+    }
+
+    /// Connect to the installation's shared server, started if none runs.
+    /// The connection is kept for the process's next loads while the same
+    /// server runs (its address, key and pid unchanged), so that a request
+    /// after the first asks the server nothing before its call.
+    pub fn connect_shared(
+        settings: &shared::Settings,
+    ) -> Result<std::sync::Arc<Self>, crate::common::error::LoadError> {
+        static KEPT: std::sync::Mutex<Option<std::sync::Arc<Remote>>> = std::sync::Mutex::new(None);
+        let endpoint = shared::ensure(settings)?;
+        let mut kept = KEPT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(remote) = kept
+            .as_ref()
+            .filter(|r| r.shared.as_ref() == Some(&endpoint))
+        {
+            return Ok(std::sync::Arc::clone(remote));
+        }
+        let mut params = ConnectParams::new(endpoint.url.clone());
+        params.api_key = Some(http::ApiKey::new(endpoint.api_key.clone()));
+        params.engine = Some(EngineKind::LlamaServer);
+        let mut remote = Remote::connect(params)?;
+        remote.shared = Some(endpoint);
+        let remote = std::sync::Arc::new(remote);
+        *kept = Some(std::sync::Arc::clone(&remote));
+        Ok(remote)
+    }
+
+    /// The shared server's pid, for a model connected to it.
+    pub fn shared_server_pid(&self) -> Option<u32> {
+        self.shared.as_ref().map(|e| e.server_pid)
     }
 
     pub fn engine(&self) -> EngineKind {

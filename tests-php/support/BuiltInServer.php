@@ -16,13 +16,18 @@ final class BuiltInServer
     private $process;
     public readonly int $port;
 
-    public function __construct(string $script, string $modelPath)
+    /** @param array<string, string> $ini more php.ini settings (-d) */
+    public function __construct(string $script, string $modelPath, array $ini = [])
     {
+        $settings = [];
+        foreach ($ini as $name => $value) {
+            array_push($settings, '-d', "$name=$value");
+        }
         $probe = stream_socket_server('tcp://127.0.0.1:0');
         $this->port = (int) substr(strrchr(stream_socket_get_name($probe, false), ':'), 1);
         fclose($probe);
         $this->process = proc_open(
-            [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-S', "127.0.0.1:{$this->port}", $script],
+            array_merge([PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension()], $settings, ['-S', "127.0.0.1:{$this->port}", $script]),
             [1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
             $pipes,
             null,

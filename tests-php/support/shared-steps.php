@@ -1,0 +1,52 @@
+<?php
+// Run by SharedServerTest in a PHP process of its own, started with the
+// shared server's php.ini settings: `shared-steps.php MODEL STEP...`, each
+// step answered as one JSON line on stdout as soon as it is done.
+
+declare(strict_types=1);
+
+use Displace\Infer\{Model, Prompt};
+
+$path = $argv[1];
+$schema = ['type' => 'object', 'properties' => ['fruit' => ['type' => 'string', 'maxLength' => 20]], 'required' => ['fruit']];
+foreach (array_slice($argv, 2) as $step) {
+    $out = ['step' => $step, 'pid' => getmypid()];
+    try {
+        $model = fn (array $options = ['shared' => true]): Model => Model::load($path, $options);
+        switch ($step) {
+            case 'chat':
+                $m = $model();
+                $out['info'] = $m->info();
+                $out['text'] = $m->chat(Prompt::user('Name a fruit.'), 16)->text();
+                break;
+            case 'schema':
+                $out['text'] = $model()->chat(Prompt::user('Name a fruit.'), 32, options: ['schema' => $schema])->text();
+                break;
+            case 'stream':
+                $stream = $model()->stream(Prompt::user('Name a fruit.'), 16);
+                $pieces = [];
+                foreach ($stream as $piece) {
+                    $pieces[] = $piece;
+                }
+                $out['pieces'] = $pieces;
+                $out['text'] = $stream->text();
+                break;
+            case 'long':
+                // Long enough for the test to kill the server meanwhile.
+                $out['text'] = $model()->chat(Prompt::user('Count.'), 1900, 2048, options: ['grammar' => 'root ::= [a-z ]+'])->text();
+                break;
+            case 'with-threads':
+                $model(['shared' => true, 'n_threads' => 2]);
+                break;
+            case 'wait':
+                usleep(500000);
+                break;
+            default:
+                throw new InvalidArgumentException("unknown step $step");
+        }
+    } catch (Throwable $e) {
+        $out['error'] = get_class($e) . ': ' . $e->getMessage();
+    }
+    echo json_encode($out, JSON_INVALID_UTF8_SUBSTITUTE), "\n";
+    flush();
+}
