@@ -322,11 +322,38 @@ final class SharedServerTest extends InferTestCase
         $answer = json_decode(trim((string) $out), true);
         $this->assertIsArray($answer, (string) $out);
         $this->assertStringContainsString("ModelLoadException: the shared server's directory {$this->dir} ", $answer['error']);
-        $this->assertMatchesRegularExpression('/(belongs to user 0, not to this process\'s user|cannot hold its lock|Permission denied)/', $answer['error']);
-        // And the server answers nobody without the key.
-        $record = $this->record();
-        $status = @file_get_contents("http://127.0.0.1:{$record['port']}/v1/models", false, stream_context_create(['http' => ['ignore_errors' => true]]));
-        $this->assertStringContainsString('401', $http_response_header[0] ?? '', (string) $status);
+        $this->assertStringContainsString("belongs to user 0, not to this process's user {$nobody['uid']}", $answer['error']);
+        // The socket is the user's alone, in a directory only the user enters.
+        $this->assertSame(0700, fileperms($this->dir) & 0777);
+        $this->assertSame(0600, fileperms($this->dir . '/server.sock') & 0777);
+        $this->assertSame(0600, fileperms($this->dir . '/key') & 0777);
+    }
+
+    public function testOnATcpPortTheServerAnswersNobodyWithoutTheKey(): void
+    {
+        $port = Support\free_port();
+        $first = $this->steps(['chat'], ['infer.server_port' => (string) $port])[0];
+        $this->assertOk($first);
+        $this->assertSame("http://127.0.0.1:$port", $first['info']['url']);
+        $this->assertFileDoesNotExist($this->dir . '/server.sock');
+        // The process has gone: the server waits out its grace time.
+        $body = @file_get_contents("http://127.0.0.1:$port/v1/models", false, stream_context_create(['http' => ['ignore_errors' => true]]));
+        $this->assertStringContainsString('401', $http_response_header[0] ?? '(no answer)', (string) $body);
+    }
+
+    public function testARemovedSocketGetsANewServer(): void
+    {
+        $proc = proc_open($this->command($this->ini(), ['chat', 'wait', 'chat']), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        $first = json_decode((string) fgets($pipes[1]), true);
+        $this->assertOk($first);
+        $this->assertSame('unix:' . $this->dir . '/server.sock', $first['info']['url']);
+        $this->servers[] = $first['info']['server_pid'];
+        unlink($this->dir . '/server.sock');
+        [, $second] = self::jsonLinesOf($proc, $pipes);
+        $this->assertOk($second);
+        $this->assertNotSame($first['info']['server_pid'], $second['info']['server_pid']);
+        $this->assertTrue($this->waitUntilGone($first['info']['server_pid'], 8), 'the unreachable server was stopped');
+        $this->assertSame($first['text'], $second['text']);
     }
 
     public function testTheExampleRunTwiceAtOnceSharesOneServer(): void
@@ -347,7 +374,7 @@ final class SharedServerTest extends InferTestCase
             $out = stream_get_contents($pipeSets[$i][1]);
             $this->assertSame('', stream_get_contents($pipeSets[$i][2]));
             $this->assertSame(0, proc_close($proc), $out);
-            $this->assertMatchesRegularExpression('/^pid \d+: shared server pid (\d+) at http:\/\/127\.0\.0\.1:\d+ \(load \d+ ms\)\n\{"city": "[^"]*"\}\n$/', $out);
+            $this->assertMatchesRegularExpression('/^pid \d+: shared server pid (\d+) at unix:\S+\/server\.sock \(load \d+ ms\)\n\{"city": "[^"]*"\}\n$/', $out);
             preg_match('/server pid (\d+)/', $out, $m);
             $servers[] = $m[1];
         }

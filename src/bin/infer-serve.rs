@@ -17,8 +17,9 @@
 //!   stops the server (SIGTERM, then SIGKILL after five seconds) and exits.
 //!
 //! Usage: `infer-serve --dir DIR --port N --tag TAG --idle SECONDS --log FILE
-//! -- LLAMA_SERVER ARGS...`. It takes no other input and serves nothing
-//! itself.
+//! -- LLAMA_SERVER ARGS...` (port 0: the server listens on `DIR/server.sock`,
+//! made mode 0600 as soon as it exists). It takes no other input and serves
+//! nothing itself.
 
 use std::ffi::OsString;
 use std::fs;
@@ -147,6 +148,9 @@ fn supervise(args: &Args) -> Result<(), String> {
         .stdout(log)
         .stderr(err)
         .process_group(0);
+    // Whatever llama-server creates (its Unix socket) is this user's alone.
+    // SAFETY: umask has no failure mode.
+    unsafe { libc::umask(0o077) };
     let mut child = server
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", args.server[0].to_string_lossy()))?;
@@ -162,6 +166,8 @@ fn supervise(args: &Args) -> Result<(), String> {
         return Err(format!("cannot write server.json: {e}"));
     }
     let mut orphaned_since: Option<Instant> = None;
+    let socket = (args.port == 0).then(|| args.dir.join("server.sock"));
+    let mut socket_private = false;
     let started = SystemTime::now();
     loop {
         std::thread::sleep(TICK);
@@ -182,6 +188,10 @@ fn supervise(args: &Args) -> Result<(), String> {
                         .is_ok();
             }
             return Ok(());
+        }
+        if let (Some(path), false) = (&socket, socket_private) {
+            // Mode 0600 once it exists (the umask already kept others out).
+            socket_private = fs::set_permissions(path, fs::Permissions::from_mode(0o600)).is_ok();
         }
         let why = if STOP.load(Ordering::SeqCst) {
             Some("stopped by a signal".to_owned())

@@ -39,7 +39,8 @@ pub const SERVER_CTX_INI: &CStr = c"infer.server_ctx";
 /// `infer.server_dir`: its state directory (empty: `infer-server-<uid>` in
 /// the system's temporary directory).
 pub const SERVER_DIR_INI: &CStr = c"infer.server_dir";
-/// `infer.server_port`: its port on 127.0.0.1 (0: a free one at each start).
+/// `infer.server_port`: its port on 127.0.0.1 (0: a Unix socket in the
+/// state directory instead).
 pub const SERVER_PORT_INI: &CStr = c"infer.server_port";
 /// `infer.server_log`: its log file (empty: `server.log` in the directory).
 pub const SERVER_LOG_INI: &CStr = c"infer.server_log";

@@ -48,6 +48,8 @@ pub struct HttpConfig {
     /// refused) or that it turned away as unavailable (503) is tried again.
     pub retries: u32,
     pub verify_tls: bool,
+    /// Reach the server through this Unix socket, whatever the URL's host.
+    pub unix_socket: Option<std::path::PathBuf>,
 }
 
 /// The connection to one server.
@@ -110,16 +112,25 @@ impl Http {
         let tls = ureq::tls::TlsConfig::builder()
             .disable_verification(!config.verify_tls)
             .build();
-        let agent: ureq::Agent = ureq::Agent::config_builder()
+        let agent_config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(config.timeout))
             .timeout_per_read(Some(config.timeout))
             .timeout_per_write(Some(config.timeout))
             .tls_config(tls)
             .user_agent(concat!("displace-infer/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
-        let shown = without_credentials(&config.base);
+            .build();
+        let (agent, shown) = match &config.unix_socket {
+            Some(path) => (
+                ureq::Agent::with_parts(
+                    agent_config,
+                    super::unix::UnixConnector { path: path.clone() },
+                    ureq::unversioned::resolver::DefaultResolver::default(),
+                ),
+                format!("unix:{}", path.display()),
+            ),
+            None => (agent_config.into(), without_credentials(&config.base)),
+        };
         Self {
             agent,
             config,

@@ -26,6 +26,7 @@ pub mod shared;
 pub mod stream;
 #[cfg(test)]
 mod tests;
+mod unix;
 
 use std::time::Duration;
 
@@ -87,6 +88,8 @@ pub struct ConnectParams {
     /// `None`: told from the server's answers.
     pub engine: Option<EngineKind>,
     pub verify_tls: bool,
+    /// Reach the server through this Unix socket (the shared server).
+    pub unix_socket: Option<std::path::PathBuf>,
 }
 
 impl ConnectParams {
@@ -99,6 +102,7 @@ impl ConnectParams {
             retries: DEFAULT_RETRIES,
             engine: None,
             verify_tls: true,
+            unix_socket: None,
         }
     }
 }
@@ -138,6 +142,7 @@ impl Remote {
             timeout: params.timeout,
             retries: params.retries,
             verify_tls: params.verify_tls,
+            unix_socket: params.unix_socket.clone(),
         });
         let engine = match params.engine {
             Some(engine) => engine,
@@ -211,6 +216,7 @@ impl Remote {
         }
         let mut params = ConnectParams::new(endpoint.url.clone());
         params.api_key = Some(http::ApiKey::new(endpoint.api_key.clone()));
+        params.unix_socket = endpoint.socket.clone();
         params.engine = Some(EngineKind::LlamaServer);
         let mut remote = Remote::connect(params)?;
         remote.shared = Some(endpoint);

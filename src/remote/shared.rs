@@ -10,9 +10,11 @@
 //! - `server.json`: written by the supervisor (`infer-serve`, see
 //!   `src/bin/infer-serve.rs`) once llama-server is started: the
 //!   supervisor's and the server's pids, the port, the settings' tag;
-//! - `key`: the API key generated at each start (0600); the server listens
-//!   on 127.0.0.1 only and answers nobody without it (the llama-server
-//!   linked here cannot listen on a Unix socket);
+//! - `server.sock`: the Unix socket the server listens on (mode 0600, in a
+//!   directory only this user may enter); with `infer.server_port` set it
+//!   listens on 127.0.0.1 instead;
+//! - `key`: the API key generated at each start (0600): the server answers
+//!   nobody without it (what guards the TCP port; kept for the socket too);
 //! - `failed`: why the last start failed, with its tag and time: a request
 //!   within [`RETRY_AFTER`] of it gets the same error without a new start
 //!   (no restart loop on a bad model);
@@ -51,7 +53,7 @@ pub struct Settings {
     pub ctx: u32,
     /// The state directory.
     pub dir: PathBuf,
-    /// The port on 127.0.0.1; 0: a free one chosen at each start.
+    /// The port on 127.0.0.1; 0: the Unix socket in the state directory.
     pub port: u16,
     /// The server's log; `None`: `server.log` in the state directory.
     pub log: Option<PathBuf>,
@@ -88,6 +90,8 @@ impl Settings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
     pub url: String,
+    /// The Unix socket to reach it through (`None`: TCP on 127.0.0.1).
+    pub socket: Option<PathBuf>,
     pub api_key: String,
     /// The server's pid (for `info()` and the tests).
     pub server_pid: u32,
@@ -125,14 +129,18 @@ pub fn ensure(settings: &Settings) -> Result<Endpoint, SharedError> {
     let _lock = Lock::take(&dir.join("lock"))?;
     let tag = settings.tag();
     if let Some(running) = read_running(dir) {
-        if running.tag == tag && running.serving() {
+        // A removed socket makes the server unreachable: start another.
+        let reachable = running.port != 0 || socket_path(dir).exists();
+        if running.tag == tag && running.serving() && reachable {
             let key = read_small(&dir.join("key")).map_err(|e| SharedError::Directory {
                 dir: dir.clone(),
                 problem: format!("has no readable key: {e}"),
             })?;
             register(dir);
+            let (url, socket) = address(dir, running.port);
             return Ok(Endpoint {
-                url: format!("http://127.0.0.1:{}", running.port),
+                url,
+                socket,
                 api_key: key,
                 server_pid: running.server,
             });
@@ -154,6 +162,20 @@ pub fn ensure(settings: &Settings) -> Result<Endpoint, SharedError> {
         }
     }
     started
+}
+
+/// The socket in the state directory the server listens on when no port is
+/// set.
+pub fn socket_path(dir: &Path) -> PathBuf {
+    dir.join("server.sock")
+}
+
+/// The URL and socket of a server on `port` (0: the Unix socket).
+fn address(dir: &Path, port: u16) -> (String, Option<PathBuf>) {
+    match port {
+        0 => ("http://localhost".to_owned(), Some(socket_path(dir))),
+        p => (format!("http://127.0.0.1:{p}"), None),
+    }
 }
 
 /// Mark the server used now (the supervisor's idle clock).
@@ -245,22 +267,30 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
         dir: dir.clone(),
         problem: format!("cannot hold a new key: {e}"),
     })?;
-    let port = match settings.port {
-        0 => free_port().map_err(|e| SharedError::StartFailed {
-            detail: format!("no free port on 127.0.0.1: {e}"),
-            log: settings.log_path(),
-        })?,
-        p => p,
+    let port = settings.port;
+    let (url, socket) = address(dir, port);
+    // llama-server listens on a path that ends in .sock (mode 0600, set by
+    // the supervisor), or on 127.0.0.1.
+    let listen: Vec<String> = match &socket {
+        Some(path) => {
+            let _stale = fs::remove_file(path).is_ok();
+            vec!["--host".into(), path.display().to_string()]
+        }
+        None => vec![
+            "--host".into(),
+            "127.0.0.1".into(),
+            "--port".into(),
+            port.to_string(),
+        ],
     };
     let log = settings.log_path();
     let mut server_args: Vec<String> = vec![
         settings.server_binary.display().to_string(),
         "--model".into(),
         settings.model.display().to_string(),
-        "--host".into(),
-        "127.0.0.1".into(),
-        "--port".into(),
-        port.to_string(),
+    ];
+    server_args.extend(listen);
+    server_args.extend([
         "--api-key-file".into(),
         dir.join("key").display().to_string(),
         "--parallel".into(),
@@ -272,7 +302,7 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
         // the in-process ones token for token.
         "--flash-attn".into(),
         "off".into(),
-    ];
+    ]);
     if settings.threads > 0 {
         server_args.push("--threads".into());
         server_args.push(settings.threads.to_string());
@@ -308,7 +338,6 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
             log,
         });
     }
-    let url = format!("http://127.0.0.1:{port}");
     let begin = Instant::now();
     loop {
         let running = read_running(dir);
@@ -322,10 +351,11 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
                     log,
                 });
             }
-            Some(r) if healthy(&url) => {
+            Some(r) if healthy(&url, socket.as_deref()) => {
                 touch(dir);
                 return Ok(Endpoint {
                     url,
+                    socket,
                     api_key: key,
                     server_pid: r.server,
                 });
@@ -352,12 +382,21 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
 }
 
 /// Whether `/health` answers 200 (llama-server answers 503 while loading).
-fn healthy(url: &str) -> bool {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+fn healthy(url: &str, socket: Option<&Path>) -> bool {
+    let config = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(2)))
         .http_status_as_error(false)
-        .build()
-        .into();
+        .build();
+    let agent: ureq::Agent = match socket {
+        Some(path) => ureq::Agent::with_parts(
+            config,
+            super::unix::UnixConnector {
+                path: path.to_path_buf(),
+            },
+            ureq::unversioned::resolver::DefaultResolver::default(),
+        ),
+        None => config.into(),
+    };
     agent
         .get(&format!("{url}/health"))
         .call()
@@ -468,11 +507,6 @@ fn new_key() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
     fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn free_port() -> std::io::Result<u16> {
-    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
-    Ok(listener.local_addr()?.port())
 }
 
 /// Write `bytes` to `path` atomically, mode 0600.
