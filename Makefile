@@ -58,7 +58,7 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward
+.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -139,7 +139,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -225,6 +225,13 @@ bench-embed: build model embedding-model
 # Model::connect() to a local llama-server against in-process:
 # overhead per call (extraction example), and aggregate tokens/s of 1-8
 # concurrent clients (server slots vs in-process workers on the same cores).
+# In-process persistent PHP-FPM workers against the installation's shared
+# llama-server (['shared' => true]) at 1, 4, 8 and 16 concurrent requests,
+# SmolLM2 and Qwen2.5-Coder-0.5B (docs/production.md, "In-process or server?").
+bench-shared-server: build model qwen-model llama-server
+	$(PHP_WITH_EXT) bench/shared_server.php $(INFER_MODEL) $(INFER_LLAMA_SERVER)
+	$(PHP_WITH_EXT) bench/shared_server.php $(INFER_QWEN_MODEL) $(INFER_LLAMA_SERVER)
+
 bench-remote: build model llama-server
 	$(PHP_WITH_EXT) bench/remote.php $(INFER_MODEL) $(INFER_LLAMA_SERVER)
 

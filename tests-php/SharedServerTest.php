@@ -149,6 +149,11 @@ final class SharedServerTest extends InferTestCase
         self::requireExtension('pcntl');
         $fpm = new Fpm(4, self::modelPath(), $this->ini());
         try {
+            $record = $this->record();
+            $this->assertNotNull($record, 'the master started the server before any request');
+            $stat = (string) file_get_contents('/proc/' . $fpm->workers()[0] . '/stat');
+            $master = (int) explode(' ', substr($stat, strrpos($stat, ')') + 2))[1];
+            $this->assertFileExists("{$this->dir}/clients/$master", 'the master is a client: the server lives as long as PHP-FPM');
             $script = __DIR__ . '/support/fpm-shared.php';
             // Eight requests at once, from eight client processes.
             $files = [];

@@ -39,9 +39,33 @@ extern "C" fn startup(_type: i32, module_number: i32) -> i32 {
     IniEntryDef::register(settings::INI.as_slice(), module_number);
     settings::configure_prompt_cache();
     attributes::install();
+    start_shared_server_in_fpm_master();
     match exceptions::register() {
         Ok(()) => 0,
         Err(_) => -1,
+    }
+}
+
+/// Under PHP-FPM, the master starts the installation's shared server (php.ini
+/// `infer.server_model`) when it starts, before it forks its workers: no
+/// request waits for the model to load, and the server, whose client the
+/// master is, lives as long as PHP-FPM. A failure is said once on stderr (the
+/// master's log); the first request meets it again, with the same message.
+fn start_shared_server_in_fpm_master() {
+    // SAFETY: the SAPI sets its module before any extension starts; `name`
+    // is a static NUL-terminated string or null.
+    let name = unsafe { ext_php_rs::ffi::sapi_module.name };
+    if name.is_null() {
+        return;
+    }
+    // SAFETY: checked non-null above; static for the process's life.
+    if unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes() != b"fpm-fcgi" {
+        return;
+    }
+    if let Some(shared) = settings::shared_server() {
+        if let Err(e) = crate::remote::shared::ensure(&shared) {
+            eprintln!("infer: {e}");
+        }
     }
 }
 
