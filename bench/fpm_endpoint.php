@@ -102,15 +102,7 @@ function rss_kb(int $pid): int
 $args = $argv;
 array_shift($args);
 $model = array_shift($args) ?? '';
-$opts = ['requests' => 120, 'memory-requests' => 2000, 'examples' => '1', 'json' => null];
-while ($args) {
-    $flag = substr((string) array_shift($args), 2);
-    if (!array_key_exists($flag, $opts)) {
-        fwrite(STDERR, "unknown option --$flag\n");
-        exit(2);
-    }
-    $opts[$flag] = array_shift($args);
-}
+$opts = options($args, ['requests' => 120, 'memory-requests' => 2000, 'examples' => '1', 'json' => null]);
 if (!is_file($model)) {
     fwrite(STDERR, "usage: php -d extension=libinfer.so bench/fpm_endpoint.php MODEL [--requests N] [--memory-requests N] [--json FILE]\n");
     exit(2);

@@ -84,15 +84,7 @@ $args = $argv;
 array_shift($args);
 $model = (string) realpath((string) array_shift($args));
 $server = (string) realpath((string) array_shift($args));
-$opts = ['concurrency' => '1,4,8,16', 'per-client' => '4', 'max-tokens' => '64', 'threads' => '2', 'json' => null];
-while ($args) {
-    $flag = substr((string) array_shift($args), 2);
-    if (!array_key_exists($flag, $opts)) {
-        fwrite(STDERR, "unknown option --$flag\n");
-        exit(2);
-    }
-    $opts[$flag] = array_shift($args);
-}
+$opts = options($args, ['concurrency' => '1,4,8,16', 'per-client' => '4', 'max-tokens' => '64', 'threads' => '2', 'json' => null]);
 if (!is_file($model) || !is_file($server)) {
     fwrite(STDERR, "usage: php -d extension=libinfer.so bench/shared_server.php MODEL LLAMA_SERVER [--concurrency 1,4,8,16] [--per-client 4] [--max-tokens 64] [--threads 2]\n");
     exit(2);

@@ -151,3 +151,24 @@ function spec_extraction(): array
     file_put_contents($gbnf_file, \Displace\Infer\Grammar::fromSchema($schema));
     return [$system, $user, $schema, \Displace\Infer\Prompt::system($system)->withUser($user), $gbnf_file];
 }
+
+/**
+ * The `--name value` options of a benchmark's command line over $defaults
+ * (the name without its dashes); an unknown one ends the script.
+ *
+ * @param list<string> $args what follows the positional arguments
+ * @param array<string, string|int|null> $defaults
+ * @return array<string, string|int|null>
+ */
+function options(array $args, array $defaults): array
+{
+    while ($args) {
+        $flag = substr((string) array_shift($args), 2);
+        if (!array_key_exists($flag, $defaults)) {
+            fwrite(STDERR, "unknown option --$flag\n");
+            exit(2);
+        }
+        $defaults[$flag] = array_shift($args);
+    }
+    return $defaults;
+}

@@ -38,6 +38,9 @@ const TICK: Duration = Duration::from_millis(250);
 /// How long a stopping server gets before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
+#[path = "../remote/private_file.rs"]
+mod private_file;
+
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_signal(_: libc::c_int) {
@@ -161,7 +164,9 @@ fn supervise(args: &Args) -> Result<(), String> {
         "port": args.port,
         "tag": args.tag,
     });
-    if let Err(e) = write_atomic(&args.dir.join("server.json"), record.to_string().as_bytes()) {
+    if let Err(e) =
+        private_file::write_private(&args.dir.join("server.json"), record.to_string().as_bytes())
+    {
         stop(&mut child);
         return Err(format!("cannot write server.json: {e}"));
     }
@@ -183,9 +188,11 @@ fn supervise(args: &Args) -> Result<(), String> {
                 if let Some(map) = record.as_object_mut() {
                     map.insert("exited".to_owned(), status.to_string().into());
                 }
-                let _marked =
-                    write_atomic(&args.dir.join("server.json"), record.to_string().as_bytes())
-                        .is_ok();
+                let _marked = private_file::write_private(
+                    &args.dir.join("server.json"),
+                    record.to_string().as_bytes(),
+                )
+                .is_ok();
             }
             return Ok(());
         }
@@ -290,20 +297,6 @@ fn live_clients(dir: &Path) -> usize {
         }
     }
     alive
-}
-
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut file = fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))?;
-    fs::rename(&tmp, path)
 }
 
 fn log_line(log: &Path, line: &str) {

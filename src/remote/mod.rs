@@ -22,6 +22,7 @@ mod dialect;
 pub mod http;
 mod llama_server;
 mod openai;
+mod private_file;
 pub mod shared;
 pub mod stream;
 #[cfg(test)]

@@ -25,7 +25,7 @@
 //! No PHP here: the binding reads the settings and maps [`SharedError`].
 
 use std::fs;
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -33,6 +33,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value as Json;
 
+use super::private_file::write_private;
 use crate::common::error::LoadError;
 
 /// How long after a failed start the same settings fail at once.
@@ -507,21 +508,6 @@ fn new_key() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
     fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// Write `bytes` to `path` atomically, mode 0600.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let mut file = fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))?;
-    fs::rename(&tmp, path)
 }
 
 /// A small state file, refused past 64 KiB.

@@ -143,11 +143,25 @@ impl Alphabet {
                 cuts.push(b as u32 + 1);
             }
         }
-        cuts.sort_unstable();
-        cuts.dedup();
         cuts.retain(|&c| c <= char::MAX as u32);
         // Each elementary interval's membership signature decides its class.
-        let mut by_signature: Map<Vec<bool>, usize> = Map::default();
+        Alphabet::grouped(cuts, |c| {
+            sets.iter().map(|s| s.contains(c)).collect::<Vec<bool>>()
+        })
+        .0
+    }
+
+    /// The classes of the elementary intervals that `cuts` start, grouped by
+    /// `signature` of their first character; with each new class's signature,
+    /// in class order.
+    fn grouped<S: Clone + Eq + std::hash::Hash>(
+        mut cuts: Vec<u32>,
+        signature: impl Fn(char) -> S,
+    ) -> (Alphabet, Vec<S>) {
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut by_signature: Map<S, usize> = Map::default();
+        let mut signatures: Vec<S> = Vec::new();
         let mut members: Vec<Vec<(char, char)>> = Vec::new();
         let mut starts = Vec::with_capacity(cuts.len());
         for (i, &start) in cuts.iter().enumerate() {
@@ -156,21 +170,23 @@ impl Alphabet {
                 starts.push((start, None));
                 continue;
             };
-            let signature: Vec<bool> = sets.iter().map(|s| s.contains(a)).collect();
+            let sig = signature(a);
             let next = members.len();
-            let class = *by_signature.entry(signature).or_insert(next);
+            let class = *by_signature.entry(sig.clone()).or_insert(next);
             if class == next {
                 members.push(Vec::new());
+                signatures.push(sig);
             }
             if let Some(m) = members.get_mut(class) {
                 m.push((a, b));
             }
             starts.push((start, Some(class)));
         }
-        Alphabet {
+        let alphabet = Alphabet {
             classes: members.into_iter().map(CharSet::from_ranges).collect(),
             starts,
-        }
+        };
+        (alphabet, signatures)
     }
 
     pub(super) fn len(&self) -> usize {
@@ -181,41 +197,25 @@ impl Alphabet {
     /// of them, the class of its own that each class of the refinement lies
     /// in (`None` cannot happen: every alphabet covers every character).
     pub(super) fn refinement(alphabets: &[&Alphabet]) -> (Alphabet, Vec<Vec<Option<usize>>>) {
-        let mut cuts: Vec<u32> = alphabets
+        let cuts: Vec<u32> = alphabets
             .iter()
             .flat_map(|a| a.starts.iter().map(|(s, _)| *s))
             .collect();
-        cuts.sort_unstable();
-        cuts.dedup();
         // Each elementary interval's classes in the alphabets decide its class.
-        let mut by_signature: Map<Vec<Option<usize>>, usize> = Map::default();
-        let mut members: Vec<Vec<(char, char)>> = Vec::new();
-        let mut maps: Vec<Vec<Option<usize>>> = vec![Vec::new(); alphabets.len()];
-        let mut starts = Vec::with_capacity(cuts.len());
-        for (i, &start) in cuts.iter().enumerate() {
-            let end = cuts.get(i + 1).map_or(char::MAX as u32, |n| n - 1);
-            let (Some(a), Some(b)) = (char::from_u32(start), char::from_u32(end)) else {
-                starts.push((start, None));
-                continue;
-            };
-            let signature: Vec<Option<usize>> = alphabets.iter().map(|x| x.class_of(a)).collect();
-            let next = members.len();
-            let class = *by_signature.entry(signature.clone()).or_insert(next);
-            if class == next {
-                members.push(Vec::new());
-                for (map, own) in maps.iter_mut().zip(signature) {
-                    map.push(own);
-                }
-            }
-            if let Some(m) = members.get_mut(class) {
-                m.push((a, b));
-            }
-            starts.push((start, Some(class)));
-        }
-        let joint = Alphabet {
-            classes: members.into_iter().map(CharSet::from_ranges).collect(),
-            starts,
-        };
+        let (joint, signatures) = Alphabet::grouped(cuts, |c| {
+            alphabets
+                .iter()
+                .map(|x| x.class_of(c))
+                .collect::<Vec<Option<usize>>>()
+        });
+        let maps = (0..alphabets.len())
+            .map(|i| {
+                signatures
+                    .iter()
+                    .map(|sig| sig.get(i).copied().flatten())
+                    .collect()
+            })
+            .collect();
         (joint, maps)
     }
 
