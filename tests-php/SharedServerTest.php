@@ -385,4 +385,31 @@ final class SharedServerTest extends InferTestCase
         }
         $this->assertSame($servers[0], $servers[1], 'both used one server');
     }
+
+    public function testAStateDirectoryOthersMayEnterIsRefused(): void
+    {
+        mkdir($this->dir, 0755);
+        chmod($this->dir, 0755);
+        [$answer] = $this->steps(['chat']);
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} may be read or written by other users (mode 755); it must be 0700", $answer['error']);
+        $this->assertNull($this->record());
+    }
+
+    public function testAStateDirectoryThatIsAFileIsRefused(): void
+    {
+        file_put_contents($this->dir, 'not a directory');
+        try {
+            [$answer] = $this->steps(['chat']);
+        } finally {
+            unlink($this->dir);
+        }
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} is not a directory", $answer['error']);
+    }
+
+    public function testAMissingLlamaServerIsNamed(): void
+    {
+        [$answer] = $this->steps(['chat'], ['infer.server_binary' => '/nonexistent/llama-server']);
+        $this->assertStringStartsWith("Displace\\Infer\\ModelLoadException: the shared server's llama-server /nonexistent/llama-server cannot be run: No such file or directory", $answer['error']);
+        $this->assertNull($this->record());
+    }
 }
