@@ -124,6 +124,35 @@ final class FastForwardTest extends InferTestCase
         $this->assertSame('timeout', $r->finishReason());
     }
 
+    /**
+     * A forced literal of about 700 tokens is evaluated in one batch, which
+     * takes far longer than the prompt: a deadline set between the two
+     * lands inside the batch. The call ends 'timeout' with text the grammar
+     * allows, and the model's next call is unharmed.
+     */
+    public function testADeadlineDuringAForcedBatchEndsTheCallAndLeavesTheModelUsable(): void
+    {
+        $model = self::model();
+        $literal = str_repeat('the quick brown fox jumps over the lazy dog ', 70);
+        $grammar = 'root ::= "' . $literal . '" [.!]';
+        $prompt = Prompt::user('Hi');
+        $options = ['grammar' => $grammar, 'fast_forward' => true, 'cache_prompt' => false];
+        $full = $model->chat($prompt, maxTokens: 1000, nCtx: 2048, options: $options);
+        $this->assertSame('eos', $full->finishReason());
+        $this->assertGreaterThan(500, $full->timings()['forced_tokens']);
+        $batch = $full->timings()['generation_ms'] ?? null;
+        $this->assertIsFloat($batch);
+        $prompted = $full->timings()['prompt_ms'];
+        // Past the prompt's evaluation, well before the batch's end.
+        $deadline = ($prompted + $batch / 3) / 1000;
+        $r = $model->chat($prompt, maxTokens: 1000, nCtx: 2048, options: $options + ['timeout' => $deadline]);
+        $this->assertSame('timeout', $r->finishReason());
+        $this->assertStringStartsWith($r->text(), $literal . '.');
+        $this->assertLessThan(strlen($literal), strlen($r->text()));
+        $again = $model->chat($prompt, maxTokens: 1000, nCtx: 2048, options: $options);
+        $this->assertSame($full->text(), $again->text());
+    }
+
     public function testAForcedRunThatFillsTheContextEndsWithLength(): void
     {
         $model = self::model();
