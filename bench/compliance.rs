@@ -394,6 +394,8 @@ fn differential(
     let model = Model::load(Path::new(model_path), &LoadParams::default())?;
     let (mut runs, mut same_text, mut both_eos, mut both_valid, mut same_shape) = (0, 0, 0, 0, 0);
     let (mut forced, mut generated) = (0u64, 0u64);
+    let (mut followed, mut parted_at_forced) = (0, 0);
+    let mut parted_at_sampled = Vec::new();
     let mut differing = Vec::new();
     for (name, schema_value) in &corpus {
         let (gbnf, validator, prompt) = prepare(name, schema_value)?;
@@ -412,6 +414,30 @@ fn differential(
         };
         let (off, on) = (run(false)?, run(true)?);
         runs += 1;
+        // Where the two token sequences first part, and whether fast-forward
+        // forced the token there: the model's own greedy choice did not
+        // follow the forced text's canonical split. Parting at a sampled
+        // token after an identical prefix is what fast-forward must never
+        // cause (the same tokens in the context, the same logits).
+        let parted = off
+            .trace
+            .iter()
+            .zip(&on.trace)
+            .position(|(a, b)| a.0 != b.0)
+            .or((off.trace.len() != on.trace.len()).then(|| off.trace.len().min(on.trace.len())));
+        match parted.map(|i| on.trace.get(i).is_some_and(|t| t.1)) {
+            None => followed += 1,
+            Some(true) => parted_at_forced += 1,
+            Some(false) => {
+                followed += 1;
+                parted_at_sampled.push(format!(
+                    "{name}: token {} of off `{}` / on `{}`",
+                    parted.unwrap_or(0),
+                    off.text,
+                    on.text
+                ));
+            }
+        }
         generated += u64::from(on.tokens_generated);
         forced += u64::from(on.timings.forced_tokens);
         if off.text == on.text {
@@ -443,11 +469,22 @@ fn differential(
         100.0 * forced as f64 / generated.max(1) as f64
     );
     println!("| same text | {same_text} of {runs} |");
+    println!(
+        "| the greedy run without it took the canonical split of every forced run | {followed} of {runs} (the others part at a forced token: {parted_at_forced}) |"
+    );
+    println!(
+        "| … of those, same text | {} of {followed} (parted at a sampled token after the same tokens: {}) |",
+        followed - parted_at_sampled.len(),
+        parted_at_sampled.len()
+    );
     println!("| both ended 'eos' | {both_eos} |");
     println!("| … both valid per the `jsonschema` crate | {both_valid} of {both_eos} |");
     println!("| … same shape (types, keys in order, items) | {same_shape} of {both_eos} |");
     for d in &differing {
         println!("- differs: {d}");
+    }
+    for d in &parted_at_sampled {
+        println!("- parted at a sampled token: {d}");
     }
     Ok(())
 }

@@ -51,6 +51,9 @@ pub struct Generation {
     pub without_calls: Option<String>,
     /// Where the time went, and where the reused prompt tokens came from.
     pub timings: Timings,
+    /// The tokens generated, each with whether the constraint forced it
+    /// (see `fast_forward`); empty from a server.
+    pub trace: Vec<(i32, bool)>,
 }
 
 /// Where the reused prompt tokens of a generation came from.

@@ -36,6 +36,11 @@ pub struct Progress {
     generated: u32,
     /// Of `generated`, the tokens appended without sampling.
     forced: u32,
+    /// Every token taken, marked `true` when it was forced (for tests and
+    /// benchmarks that compare generations token by token).
+    trace: Vec<(i32, bool)>,
+    /// Whether the token being pushed was forced.
+    pushing_forced: bool,
     piece: Vec<u8>,
     thinking: Thinking,
     /// Whether the last token was taken without the grammar.
@@ -63,6 +68,8 @@ impl Progress {
             tools,
             generated: 0,
             forced: 0,
+            trace: Vec::new(),
+            pushing_forced: false,
             piece: Vec::with_capacity(32),
             thinking: Thinking::new(model, prompt, params),
             free: true,
@@ -78,6 +85,8 @@ impl Progress {
             tools: None,
             generated: 0,
             forced: 0,
+            trace: Vec::new(),
+            pushing_forced: false,
             piece: Vec::new(),
             thinking: Thinking::none(),
             free: true,
@@ -175,6 +184,7 @@ impl Progress {
             }
         }
         self.generated += 1;
+        self.trace.push((token.0, self.pushing_forced));
         let stop = self.output.push(&self.piece);
         self.thinking.advance(model, self.free, self.output.text());
         (token, stop.then_some(FinishReason::Stop))
@@ -229,7 +239,10 @@ impl Progress {
     ) -> (LlamaToken, Option<FinishReason>) {
         self.free = false;
         self.forced += 1;
-        self.push(model, token)
+        self.pushing_forced = true;
+        let pushed = self.push(model, token);
+        self.pushing_forced = false;
+        pushed
     }
 
     /// The text so far, and how many bytes at its end could still turn out
@@ -294,6 +307,7 @@ impl Progress {
             tool_calls,
             without_calls,
             timings,
+            trace: self.trace,
         }
     }
 }

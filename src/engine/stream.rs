@@ -154,6 +154,7 @@ impl Stream {
                 tool_calls: Vec::new(),
                 without_calls: None,
                 timings: Default::default(),
+                trace: Vec::new(),
             }),
             State::Running(generator) => State::Done(generator.finish(FinishReason::Cancelled)),
             ended => ended,

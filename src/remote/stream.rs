@@ -170,6 +170,7 @@ impl RemoteStream {
             tool_calls: Vec::new(),
             without_calls: None,
             timings: self.timings(reused),
+            trace: Vec::new(),
         });
     }
 
