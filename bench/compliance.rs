@@ -10,7 +10,11 @@
 //! With `--fast-forward 1` what the schema forces is appended without
 //! sampling; the table then gives the share of forced tokens. With
 //! `--differential 1` each schema is run greedily twice, fast-forward off
-//! and on, and the two outputs compared: same text, both valid, same shape.
+//! and on, and the two outputs compared: same text, both valid, same shape,
+//! and where the two token sequences part (at a forced token: the model's
+//! own split of a forced run differs from the tokenizer's; at a sampled
+//! token after the same tokens: what a batch's last bits change, or a bug);
+//! `--one-by-one 1` evaluates the forced tokens singly, as sampled ones.
 
 #[path = "args.rs"]
 mod args;
@@ -254,7 +258,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let max_tokens = flag("--max-tokens", 160) as u32;
     let fast_forward = flag("--fast-forward", 0) == 1;
     if flag("--differential", 0) == 1 {
-        return differential(&data, &model_path, flag("--sample", 20), max_tokens);
+        // `--one-by-one 1`: forced tokens evaluated singly (the same kernels
+        // as sampled ones), to tell fast-forward's decisions from the last
+        // bits a batch changes.
+        let one_by_one = flag("--one-by-one", 0) == 1;
+        return differential(
+            &data,
+            &model_path,
+            flag("--sample", 20),
+            max_tokens,
+            one_by_one,
+        );
     }
 
     let corpus = corpus(&data, sample)?;
@@ -389,6 +403,7 @@ fn differential(
     model_path: &str,
     sample: usize,
     max_tokens: u32,
+    forced_one_by_one: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let corpus = corpus(data, sample)?;
     let model = Model::load(Path::new(model_path), &LoadParams::default())?;
@@ -407,6 +422,7 @@ fn differential(
                     n_ctx: 2048,
                     constraint: Some(Constraint::Grammar(gbnf.clone())),
                     fast_forward,
+                    forced_one_by_one,
                     cache_prompt: false,
                     ..GenerateParams::default()
                 },

@@ -9,6 +9,7 @@
 mod common;
 
 mod chat_templates;
+mod fast_forward;
 mod fuzz_regressions;
 mod prompt_cache;
 mod sampler;

@@ -142,6 +142,12 @@ pub struct GenerateParams {
     /// Append what the constraint forces without sampling it, evaluated in
     /// one batch (see `engine::generate`).
     pub fast_forward: bool,
+    /// With `fast_forward`: evaluate the forced tokens one at a time instead
+    /// of in one batch (slower; never set by the binding). A batch is
+    /// computed with other kernels than single tokens, so its logits differ
+    /// in the last bits; this isolates fast-forward's own decisions from that
+    /// in the differential tests.
+    pub forced_one_by_one: bool,
     /// When to stop early (finish reason `Timeout`).
     pub stop_check: StopCheck,
     /// Variables passed to the chat template (`enable_thinking`, …).
@@ -238,6 +244,7 @@ impl Default for GenerateParams {
             constraint: None,
             cache_prompt: true,
             fast_forward: false,
+            forced_one_by_one: false,
             stop_check: StopCheck::default(),
             template_vars: serde_json::Map::new(),
             special_tokens_in_messages: None,

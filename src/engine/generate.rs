@@ -388,7 +388,14 @@ impl Generator {
             if let Some(claim) = claim.filter(|_| recount_due(self.progress.generated())) {
                 session.set_threads(claim.threads());
             }
-            match session.evaluate_tokens(&self.pending) {
+            let evaluated = if params.forced_one_by_one {
+                self.pending
+                    .iter()
+                    .try_for_each(|t| session.evaluate_tokens(std::slice::from_ref(t)))
+            } else {
+                session.evaluate_tokens(&self.pending)
+            };
+            match evaluated {
                 Err(InferenceError::Aborted) => return Ok(Some(FinishReason::Timeout)),
                 other => other?,
             }

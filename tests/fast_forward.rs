@@ -1,0 +1,131 @@
+//! Fast-forward decoding changes no decision of its own: greedy, with the
+//! forced tokens evaluated one at a time (`forced_one_by_one`: the same
+//! kernels as sampled tokens, so the same logits), a generation with it on
+//! writes exactly what one without it writes whenever the model's own greedy
+//! choice through each forced run is the tokenizer's split of it. Where the
+//! model splits a forced run otherwise, the two part at that forced token
+//! and are not compared (that is fast-forward's nature: it writes the
+//! canonical split). The judge is the same model without fast-forward.
+#![cfg(feature = "engine")]
+
+use serde_json::{json, Value};
+
+use crate::common;
+
+use infer::common::params::Constraint;
+use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};
+use infer::schema;
+
+fn schemas() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "person",
+            json!({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}, "required": ["name", "age"]}),
+        ),
+        (
+            "city",
+            json!({"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}, "country": {"type": "string", "maxLength": 20}}, "required": ["city", "country"]}),
+        ),
+        (
+            "status",
+            json!({"type": "object", "properties": {"status": {"enum": ["active", "inactive", "suspended"]}, "id": {"type": "integer"}}, "required": ["status", "id"]}),
+        ),
+        (
+            "flag",
+            json!({"type": "object", "properties": {"enabled": {"type": "boolean"}, "count": {"type": "integer", "minimum": 0, "maximum": 99}}, "required": ["enabled", "count"]}),
+        ),
+        (
+            "tags",
+            json!({"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 3}}, "required": ["tags"]}),
+        ),
+        (
+            "address",
+            json!({"type": "object", "properties": {"street": {"type": "string"}, "zip": {"type": "string", "pattern": "^[0-9]{5}$"}}, "required": ["street", "zip"]}),
+        ),
+        (
+            "order",
+            json!({"type": "object", "properties": {"items": {"type": "array", "items": {"type": "object", "properties": {"sku": {"type": "string", "maxLength": 8}, "qty": {"type": "integer"}}, "required": ["sku", "qty"]}, "maxItems": 2}}, "required": ["items"]}),
+        ),
+        ("color", json!({"enum": ["red", "green", "blue", "yellow"]})),
+        (
+            "point",
+            json!({"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}, "required": ["x", "y"]}),
+        ),
+        (
+            "event",
+            json!({"type": "object", "properties": {"title": {"type": "string", "maxLength": 30}, "date": {"type": "string", "format": "date"}}, "required": ["title", "date"]}),
+        ),
+        (
+            "book",
+            json!({"type": "object", "properties": {"title": {"type": "string"}, "author": {"type": "string"}, "year": {"type": "integer"}}, "required": ["title", "author", "year"]}),
+        ),
+        (
+            "rating",
+            json!({"type": "object", "properties": {"stars": {"enum": [1, 2, 3, 4, 5]}, "comment": {"type": "string", "maxLength": 40}}, "required": ["stars", "comment"]}),
+        ),
+    ]
+}
+
+#[test]
+fn greedy_outputs_with_fast_forward_equal_those_without_where_the_model_takes_the_canonical_split()
+{
+    let model = Model::load(&common::model_path(), &LoadParams::default()).expect("load the model");
+    let (mut followed, mut forced_in_followed) = (0, 0u32);
+    for (name, schema_value) in schemas() {
+        let gbnf = schema::compile(&schema_value).expect("converts").gbnf;
+        let prompt = [
+            Message::new(Role::System, "Output one JSON value only."),
+            Message::new(Role::User, format!("Give an example of a {name}.")),
+        ];
+        let run = |fast_forward| {
+            model
+                .chat(
+                    &prompt,
+                    &GenerateParams {
+                        max_tokens: 96,
+                        n_ctx: 1024,
+                        constraint: Some(Constraint::Grammar(gbnf.clone())),
+                        fast_forward,
+                        forced_one_by_one: true,
+                        cache_prompt: false,
+                        ..GenerateParams::default()
+                    },
+                )
+                .expect("generate")
+        };
+        let (off, on) = (run(false), run(true));
+        assert!(
+            off.trace.iter().all(|t| !t.1),
+            "{name}: nothing is forced without it"
+        );
+        let parted = off
+            .trace
+            .iter()
+            .zip(&on.trace)
+            .position(|(a, b)| a.0 != b.0)
+            .or((off.trace.len() != on.trace.len()).then(|| off.trace.len().min(on.trace.len())));
+        match parted {
+            // The model split a forced run its own way: not comparable.
+            Some(i) if on.trace.get(i).is_some_and(|t| t.1) => {}
+            Some(i) => panic!(
+                "{name}: with the same {i} tokens before it, a sampled token differs:\n off `{}`\n on  `{}`",
+                off.text, on.text
+            ),
+            None => {
+                assert_eq!(off.text, on.text, "{name}");
+                assert_eq!(off.finish, on.finish, "{name}");
+                followed += 1;
+                forced_in_followed += on.timings.forced_tokens;
+            }
+        }
+    }
+    // The comparison must have had something to compare.
+    assert!(
+        followed >= 4,
+        "only {followed} schemas followed the canonical split"
+    );
+    assert!(
+        forced_in_followed >= 10,
+        "only {forced_in_followed} forced tokens among them"
+    );
+}
