@@ -209,7 +209,7 @@ final class SharedServerTest extends InferTestCase
             $this->assertIsArray($viaBuiltIn);
             $this->assertOk($viaBuiltIn);
             $this->assertSame($record['server'], $viaBuiltIn['server_pid'], 'php -S uses the same server');
-            $byHand = new LlamaServer(self::modelPath(), ['--parallel', (string) self::SLOTS, '--ctx-size', (string) (self::SLOTS * self::CTX), '-t', (string) self::THREADS, '--kv-unified']);
+            $byHand = new LlamaServer(self::modelPath(), ['--parallel', (string) self::SLOTS, '--ctx-size', (string) (self::SLOTS * self::CTX), '-t', (string) self::THREADS]);
             try {
                 $expected = Model::connect($byHand->url)->chat(Prompt::user('Name a fruit.'), 16)->text();
             } finally {

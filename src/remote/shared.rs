@@ -303,10 +303,6 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
         // the in-process ones token for token.
         "--flash-attn".into(),
         "off".into(),
-        // One KV cache for all slots: the slots' tokens then go through
-        // llama.cpp in one batch (twice the tokens/s of per-slot caches for
-        // 8 requests of Qwen2.5-0.5B here).
-        "--kv-unified".into(),
     ]);
     if settings.threads > 0 {
         server_args.push("--threads".into());
