@@ -435,22 +435,14 @@ fn differential(
         // follow the forced text's canonical split. Parting at a sampled
         // token after an identical prefix is what fast-forward must never
         // cause (the same tokens in the context, the same logits).
-        let parted = off
-            .trace
-            .iter()
-            .zip(&on.trace)
-            .position(|(a, b)| a.0 != b.0)
-            .or((off.trace.len() != on.trace.len()).then(|| off.trace.len().min(on.trace.len())));
-        match parted.map(|i| on.trace.get(i).is_some_and(|t| t.1)) {
+        match off.parts_from(&on) {
             None => followed += 1,
-            Some(true) => parted_at_forced += 1,
-            Some(false) => {
+            Some((_, true)) => parted_at_forced += 1,
+            Some((at, false)) => {
                 followed += 1;
                 parted_at_sampled.push(format!(
-                    "{name}: token {} of off `{}` / on `{}`",
-                    parted.unwrap_or(0),
-                    off.text,
-                    on.text
+                    "{name}: token {at} of off `{}` / on `{}`",
+                    off.text, on.text
                 ));
             }
         }

@@ -98,16 +98,10 @@ fn greedy_outputs_with_fast_forward_equal_those_without_where_the_model_takes_th
             off.trace.iter().all(|t| !t.1),
             "{name}: nothing is forced without it"
         );
-        let parted = off
-            .trace
-            .iter()
-            .zip(&on.trace)
-            .position(|(a, b)| a.0 != b.0)
-            .or((off.trace.len() != on.trace.len()).then(|| off.trace.len().min(on.trace.len())));
-        match parted {
+        match off.parts_from(&on) {
             // The model split a forced run its own way: not comparable.
-            Some(i) if on.trace.get(i).is_some_and(|t| t.1) => {}
-            Some(i) => panic!(
+            Some((_, true)) => {}
+            Some((i, false)) => panic!(
                 "{name}: with the same {i} tokens before it, a sampled token differs:\n off `{}`\n on  `{}`",
                 off.text, on.text
             ),

@@ -56,6 +56,22 @@ pub struct Generation {
     pub trace: Vec<(i32, bool)>,
 }
 
+impl Generation {
+    /// Where `other`'s tokens first differ from this generation's (the
+    /// shorter one's length when one continues the other), with whether
+    /// `other`'s token there was forced; `None` when they are the same.
+    pub fn parts_from(&self, other: &Generation) -> Option<(usize, bool)> {
+        let at = self
+            .trace
+            .iter()
+            .zip(&other.trace)
+            .position(|(a, b)| a.0 != b.0)
+            .or((self.trace.len() != other.trace.len())
+                .then(|| self.trace.len().min(other.trace.len())))?;
+        Some((at, other.trace.get(at).is_some_and(|t| t.1)))
+    }
+}
+
 /// Where the reused prompt tokens of a generation came from.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum CacheSource {
