@@ -285,6 +285,16 @@ final class SharedServerTest extends InferTestCase
         $this->assertTrue($this->waitUntilGone($old, 8), 'the server of the removed directory stops');
     }
 
+    public function testAServerInUseIsNotIdle(): void
+    {
+        // Loads one second apart, under an idle time of two: one server.
+        $answers = $this->steps(['chat', 'wait', 'wait', 'chat', 'wait', 'wait', 'chat'], ['infer.server_idle' => '2']);
+        $this->assertOk($answers[0]);
+        $this->assertOk($answers[6]);
+        $this->assertSame($answers[0]['info']['server_pid'], $answers[6]['info']['server_pid']);
+        $this->assertStringNotContainsString('unused for', (string) file_get_contents($this->dir . '/server.log'));
+    }
+
     public function testAnIdleServerStops(): void
     {
         $answers = $this->steps(['chat', 'wait', 'wait', 'wait', 'wait', 'wait', 'chat'], ['infer.server_idle' => '1']);

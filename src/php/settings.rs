@@ -44,8 +44,8 @@ pub const SERVER_DIR_INI: &CStr = c"infer.server_dir";
 pub const SERVER_PORT_INI: &CStr = c"infer.server_port";
 /// `infer.server_log`: its log file (empty: `server.log` in the directory).
 pub const SERVER_LOG_INI: &CStr = c"infer.server_log";
-/// `infer.server_idle`: seconds without a request after which it stops (0:
-/// only when no process that used it is left).
+/// `infer.server_idle`: seconds without a `Model::load()` of it after which
+/// it stops (0: only when no process that used it is left).
 pub const SERVER_IDLE_INI: &CStr = c"infer.server_idle";
 /// `infer.server_binary`: llama-server (empty: `infer-llama-server` beside
 /// the extension, where `make install` puts it; the supervisor

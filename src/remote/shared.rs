@@ -20,7 +20,8 @@
 //!   (no restart loop on a bad model);
 //! - `clients/<pid>`: one empty file per process that used the server; the
 //!   supervisor stops the server when none of them is alive;
-//! - `used`: touched at each use; the supervisor stops an idle server.
+//! - `used`: touched at each load of the shared model; the supervisor stops
+//!   a server unused for `infer.server_idle` seconds.
 //!
 //! No PHP here: the binding reads the settings and maps [`SharedError`].
 
@@ -138,6 +139,7 @@ pub fn ensure(settings: &Settings) -> Result<Endpoint, SharedError> {
                 problem: format!("has no readable key: {e}"),
             })?;
             register(dir);
+            touch(dir);
             let (url, socket) = address(dir, running.port);
             return Ok(Endpoint {
                 url,
