@@ -16,9 +16,9 @@
 //!   the server for the idle time (the `used` file's age), or on SIGTERM, it
 //!   stops the server (SIGTERM, then SIGKILL after five seconds) and exits.
 //!
-//! Usage: `infer-serve --dir DIR --port N --tag TAG --idle SECONDS --log FILE
-//! -- LLAMA_SERVER ARGS...` (port 0: the server listens on `DIR/server.sock`,
-//! made mode 0600 as soon as it exists). It takes no other input and serves
+//! Usage: `infer-serve --dir DIR --port N [--socket PATH] --tag TAG --idle
+//! SECONDS --log FILE -- LLAMA_SERVER ARGS...` (`--socket`: the Unix socket
+//! the server listens on, made mode 0600 as soon as it exists). It takes no other input and serves
 //! nothing itself.
 
 use std::ffi::OsString;
@@ -50,6 +50,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 struct Args {
     dir: PathBuf,
     port: u16,
+    socket: Option<PathBuf>,
     tag: String,
     idle: u64,
     log: PathBuf,
@@ -59,6 +60,7 @@ struct Args {
 fn parse() -> Result<Args, String> {
     let mut it = std::env::args_os().skip(1);
     let (mut dir, mut port, mut tag, mut idle, mut log) = (None, None, None, 0u64, None);
+    let mut socket = None;
     let mut server = Vec::new();
     while let Some(arg) = it.next() {
         let arg = arg.to_string_lossy().into_owned();
@@ -70,6 +72,7 @@ fn parse() -> Result<Args, String> {
         match arg.as_str() {
             "--dir" => dir = Some(PathBuf::from(value)),
             "--log" => log = Some(PathBuf::from(value)),
+            "--socket" => socket = Some(PathBuf::from(value)),
             "--tag" => tag = Some(value.to_string_lossy().into_owned()),
             "--port" => {
                 port = Some(
@@ -92,12 +95,13 @@ fn parse() -> Result<Args, String> {
         (Some(dir), Some(port), Some(tag), Some(log), false) => Ok(Args {
             dir,
             port,
+            socket,
             tag,
             idle,
             log,
             server,
         }),
-        _ => Err("usage: infer-serve --dir DIR --port N --tag TAG --idle SECONDS --log FILE -- LLAMA_SERVER ARGS...".to_owned()),
+        _ => Err("usage: infer-serve --dir DIR --port N [--socket PATH] --tag TAG --idle SECONDS --log FILE -- LLAMA_SERVER ARGS...".to_owned()),
     }
 }
 
@@ -171,7 +175,6 @@ fn supervise(args: &Args) -> Result<(), String> {
         return Err(format!("cannot write server.json: {e}"));
     }
     let mut orphaned_since: Option<Instant> = None;
-    let socket = (args.port == 0).then(|| args.dir.join("server.sock"));
     let mut socket_private = false;
     let started = SystemTime::now();
     loop {
@@ -196,7 +199,7 @@ fn supervise(args: &Args) -> Result<(), String> {
             }
             return Ok(());
         }
-        if let (Some(path), false) = (&socket, socket_private) {
+        if let (Some(path), false) = (&args.socket, socket_private) {
             // Mode 0600 once it exists (the umask already kept others out).
             socket_private = fs::set_permissions(path, fs::Permissions::from_mode(0o600)).is_ok();
         }

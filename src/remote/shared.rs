@@ -34,6 +34,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value as Json;
 
+use super::http::{Http, HttpConfig};
 use super::private_file::write_private;
 use crate::common::error::LoadError;
 
@@ -169,7 +170,7 @@ pub fn ensure(settings: &Settings) -> Result<Endpoint, SharedError> {
 
 /// The socket in the state directory the server listens on when no port is
 /// set.
-pub fn socket_path(dir: &Path) -> PathBuf {
+fn socket_path(dir: &Path) -> PathBuf {
     dir.join("server.sock")
 }
 
@@ -182,7 +183,7 @@ fn address(dir: &Path, port: u16) -> (String, Option<PathBuf>) {
 }
 
 /// Mark the server used now (the supervisor's idle clock).
-pub fn touch(dir: &Path) {
+fn touch(dir: &Path) {
     let _touched = fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -262,14 +263,12 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
             });
         }
     }
-    let key = new_key().map_err(|e| SharedError::Directory {
-        dir: dir.clone(),
-        problem: format!("cannot hold a new key: {e}"),
-    })?;
-    write_private(&dir.join("key"), key.as_bytes()).map_err(|e| SharedError::Directory {
-        dir: dir.clone(),
-        problem: format!("cannot hold a new key: {e}"),
-    })?;
+    let key = new_key()
+        .and_then(|key| write_private(&dir.join("key"), key.as_bytes()).map(|()| key))
+        .map_err(|e| SharedError::Directory {
+            dir: dir.clone(),
+            problem: format!("cannot hold a new key: {e}"),
+        })?;
     let port = settings.port;
     let (url, socket) = address(dir, port);
     // llama-server listens on a path that ends in .sock (mode 0600, set by
@@ -310,6 +309,15 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
         server_args.push("--threads".into());
         server_args.push(settings.threads.to_string());
     }
+    // The same client as the calls, asked once at a time, briefly.
+    let probe = Http::new(HttpConfig {
+        base: url.clone(),
+        api_key: None,
+        timeout: Duration::from_secs(2),
+        retries: 0,
+        verify_tls: true,
+        unix_socket: socket.clone(),
+    });
     let before = log_len(&log);
     // A client from the start: the supervisor stops a server nobody uses.
     register(dir);
@@ -318,6 +326,11 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
         .arg(dir)
         .arg("--port")
         .arg(port.to_string())
+        .args(
+            socket
+                .iter()
+                .flat_map(|path| [std::ffi::OsStr::new("--socket"), path.as_os_str()]),
+        )
         .arg("--tag")
         .arg(settings.tag())
         .arg("--idle")
@@ -354,7 +367,8 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
                     log,
                 });
             }
-            Some(r) if healthy(&url, socket.as_deref()) => {
+            // llama-server answers 503 while it loads, 200 once it serves.
+            Some(r) if probe.get_json("/health", "llama-server").is_ok() => {
                 touch(dir);
                 return Ok(Endpoint {
                     url,
@@ -382,28 +396,6 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Whether `/health` answers 200 (llama-server answers 503 while loading).
-fn healthy(url: &str, socket: Option<&Path>) -> bool {
-    let config = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(2)))
-        .http_status_as_error(false)
-        .build();
-    let agent: ureq::Agent = match socket {
-        Some(path) => ureq::Agent::with_parts(
-            config,
-            super::unix::UnixConnector {
-                path: path.to_path_buf(),
-            },
-            ureq::unversioned::resolver::DefaultResolver::default(),
-        ),
-        None => config.into(),
-    };
-    agent
-        .get(&format!("{url}/health"))
-        .call()
-        .is_ok_and(|r| r.status() == 200)
 }
 
 /// Create the directory (0700) or check that this user owns it and nobody
