@@ -7,7 +7,7 @@ use super::alphabet::{Alphabet, Bits};
 use super::terms::{Terms, NOTHING};
 use crate::hashing::Map;
 
-use super::{LangError, Re, MAX_NUMERAL_STATES, MAX_STATES, NUMERAL_CHARS};
+use super::{LangError, Re, NUMERAL_CHARS};
 use crate::schema::strings::CharSet;
 
 /// One state: whether it accepts, and its transitions (disjoint class sets,
@@ -32,15 +32,11 @@ impl Dfa {
         let mut sets = Vec::new();
         re.sets(&mut sets);
         let numerals = NUMERAL_CHARS.map(CharSet::single);
-        // A remainder times a digit counter explores many states that
-        // minimisation then merges (a step of 6.75 over 16 digits: about
-        // 11,000 before, 400 after): such languages may explore more.
-        let limit = if re.reads_numerals() {
+        // Numerals are read digit by digit, each its own class.
+        if re.reads_numerals() {
             sets.extend(numerals.iter());
-            MAX_NUMERAL_STATES
-        } else {
-            MAX_STATES
-        };
+        }
+        let limit = re.state_limit();
         let alphabet = Alphabet::of(&sets);
         let mut terms = Terms::new(&alphabet);
         let root = terms.of(re, &alphabet);
