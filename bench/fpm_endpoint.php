@@ -93,12 +93,6 @@ function drive(Fpm $fpm, int $clients, int $requests, bool $persistent, int $off
     return [$ms, $wall, array_keys($pids), $cached];
 }
 
-function rss_kb(int $pid): int
-{
-    $status = (string) @file_get_contents("/proc/$pid/status");
-    return preg_match('/VmRSS:\s+(\d+) kB/', $status, $m) ? (int) $m[1] : -1;
-}
-
 $args = $argv;
 array_shift($args);
 $model = array_shift($args) ?? '';

@@ -24,12 +24,6 @@ use Displace\Infer\Tests\Support\Fpm;
 
 define('ENDPOINT', (string) realpath(__DIR__ . '/shared_endpoint.php'));
 
-function rss_kb(int $pid): int
-{
-    $status = (string) @file_get_contents("/proc/$pid/status");
-    return preg_match('/VmRSS:\s+(\d+) kB/', $status, $m) ? (int) $m[1] : 0;
-}
-
 /**
  * $clients forked clients, $per requests each: [latencies ms, tokens, wall s].
  */
@@ -109,11 +103,11 @@ foreach (array_map('intval', explode(',', $opts['concurrency'])) as $c) {
         $fpm = new Fpm($c, $model, $ini);
         drive($fpm, $mode, $c, 1, $max); // warm-up: each worker loads, the server starts
         [$ms, $tokens, $wall] = drive($fpm, $mode, $c, $per, $max);
-        $workers = array_sum(array_map('rss_kb', $fpm->workers())) / 1024;
+        $workers = array_sum(array_map(fn (int $pid): int => max(0, rss_kb($pid)), $fpm->workers())) / 1024;
         $serverRss = 0.0;
         if ($mode === 'shared') {
             $record = json_decode((string) @file_get_contents("$dir/server.json"), true);
-            $serverRss = is_array($record) ? rss_kb((int) $record['server']) / 1024 : 0.0;
+            $serverRss = is_array($record) ? max(0, rss_kb((int) $record['server'])) / 1024 : 0.0;
         }
         $fpm->stop();
         $row = ['concurrency' => $c, 'mode' => $mode, 'tokens_per_s' => $tokens / $wall, 'p50' => percentile($ms, 0.5),

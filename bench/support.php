@@ -172,3 +172,10 @@ function options(array $args, array $defaults): array
     }
     return $defaults;
 }
+
+/** The resident memory of process $pid in kB (VmRSS), or -1 when it cannot be read. */
+function rss_kb(int $pid): int
+{
+    $status = (string) @file_get_contents("/proc/$pid/status");
+    return preg_match('/VmRSS:\s+(\d+) kB/', $status, $m) ? (int) $m[1] : -1;
+}
