@@ -252,11 +252,15 @@ bench-prompt-store: build model qwen-model
 
 # Fast-forward decoding: the extraction call on/off and against llama.cpp's
 # CLI, realistic schemas against free decoding, chatMany() of 32 prompts;
-# SmolLM2 and Qwen2.5-Coder-0.5B.
-bench-fast-forward: build model qwen-model
+# SmolLM2 and Qwen2.5-Coder-0.5B. Then answers on and off judged against
+# the known answers of 120 generated extraction cases (three models).
+bench-fast-forward: build model qwen-model gemma-model
 	bash bench/build-llama-tools.sh
 	$(PHP_WITH_EXT) bench/fast_forward.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
 	$(PHP_WITH_EXT) bench/fast_forward.php $(INFER_QWEN_MODEL) target/llama-tools/bin $(BENCH_THREADS)
+	@echo "| model | cases | fields right, on | off | records right, on / off | fields right only on / only off | same text | forced |"
+	@echo "|---|--:|--:|--:|--:|--:|--:|--:|"
+	for m in $(INFER_MODEL) $(INFER_QWEN_MODEL) $(INFER_GEMMA_MODEL); do $(PHP_WITH_EXT) bench/fast_forward_quality.php $$m 120 7 || exit 1; done
 
 # Several threads sharing one model (as thread-safe PHP runs requests)
 # against one thread making the same calls: aggregate tokens/s.

@@ -97,8 +97,9 @@ pub trait Backend: Debug + Send + Sync {
 
     /// Why the option `key` of a generation cannot be honoured here (None:
     /// it can). Asked before anything else, so that such an option is
-    /// refused rather than ignored.
-    fn refuses_option(&self, _key: &str) -> Option<&'static str> {
+    /// refused rather than ignored. `off`: its value is `false`, which for
+    /// a switch that is on by default asks only to do without it.
+    fn refuses_option(&self, _key: &str, _off: bool) -> Option<&'static str> {
         None
     }
 

@@ -53,7 +53,7 @@ impl Model {
     /// cannot honour one of them.
     fn generating(&self, options: &OptionsArg<'_>) -> Result<&Arc<dyn Backend>, CallError> {
         let backend = self.backend()?;
-        refused_options(options, |key| backend.refuses_option(key))?;
+        refused_options(options, |key, off| backend.refuses_option(key, off))?;
         Ok(backend)
     }
 }

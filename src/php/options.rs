@@ -616,11 +616,11 @@ pub fn connect_params(
 /// honour (`refuses` gives why), rather than ignore it.
 pub fn refused_options(
     options: &OptionsArg<'_>,
-    refuses: impl Fn(&str) -> Option<&'static str>,
+    refuses: impl Fn(&str, bool) -> Option<&'static str>,
 ) -> Result<(), CallError> {
     let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
-    for (key, _) in entries {
-        if let Some(why) = refuses(&key) {
+    for (key, value) in entries {
+        if let Some(why) = refuses(&key, value.is_false()) {
             return Err(Problem::new(&key, why.to_owned()).into());
         }
     }

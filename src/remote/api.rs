@@ -142,7 +142,12 @@ impl Backend for Remote {
         Remote::chat_template_kind(self)
     }
 
-    fn refuses_option(&self, key: &str) -> Option<&'static str> {
+    fn refuses_option(&self, key: &str, off: bool) -> Option<&'static str> {
+        // `fast_forward` is on by default; turned off, it asks for what the
+        // server does anyway (a portable call may say so).
+        if off && key == "fast_forward" {
+            return None;
+        }
         LOCAL_ONLY
             .iter()
             .find(|(name, _)| *name == key)
