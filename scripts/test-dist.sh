@@ -40,6 +40,16 @@ fi
 echo "== $archive installed in $dir, PHP $have: the demo"
 php -n -d extension=infer -r 'exit(extension_loaded("infer") ? 0 : 1);'
 php -d extension=infer examples/demo.php
+# The shared server's supervisor travels in the archive and runs here.
+serve=$(mktemp -d)
+unzip -q "$archive" infer-serve -d "$serve"
+if "$serve/infer-serve" >/dev/null 2>"$serve/err"; then
+    echo "error: infer-serve without arguments should refuse to start" >&2
+    exit 1
+fi
+grep -q usage "$serve/err" || { echo "error: infer-serve answered: $(cat "$serve/err")" >&2; exit 1; }
+rm -rf "$serve"
+echo "infer-serve in the archive runs"
 ONE
 
 for archive in "${archives[@]}"; do
