@@ -304,6 +304,16 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
         // the in-process ones token for token.
         "--flash-attn".into(),
         "off".into(),
+        // Its threads sleep between batches instead of spinning: they share
+        // the cores with the PHP workers (as the engine's own pool threads).
+        "--poll".into(),
+        "0".into(),
+        // No host-memory copy of finished prompts (up to 8 GiB by default):
+        // each slot keeps its own prefix, and the installation's memory
+        // stays what the slots take. Neither changes tokens/s measurably
+        // (BENCHMARKS.md, "One server for every PHP-FPM worker").
+        "--cache-ram".into(),
+        "0".into(),
     ]);
     if settings.threads > 0 {
         server_args.push("--threads".into());
