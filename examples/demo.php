@@ -58,6 +58,8 @@ $response = $model->chat(
 );
 echo "\nExtraction from \"Maria is 31 years old and lives in Lisbon.\":\n";
 echo "   ", $response->answer(), "\n";
+// What the schema forces (keys, punctuation) is appended without sampling: fast-forward.
+printf("   %d tokens, %d of them forced by the schema\n", $response->tokensGenerated(), $response->timings()['forced_tokens']);
 var_export($response->json());
 echo "\n";
 
