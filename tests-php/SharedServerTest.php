@@ -241,6 +241,21 @@ final class SharedServerTest extends InferTestCase
         $this->assertSame(1, substr_count((string) file_get_contents($this->dir . '/server.log'), 'llama_server: listening on'), 'one start in the log');
     }
 
+    public function testEmbeddingsAreRefusedWithWhatToDoInstead(): void
+    {
+        // The server runs a generative model; llama-server's own answer
+        // ("start it with --embeddings") is not something a worker can do.
+        $answers = $this->steps(['embed', 'embed-many', 'chat']);
+        foreach ([0, 1] as $i) {
+            $this->assertSame(
+                "Displace\\Infer\\InferenceException: an embedding is not available through llama-server: the installation's shared server runs its model for generation; embed with an embedding model loaded in this process",
+                $answers[$i]['error'] ?? null,
+                $answers[$i]['step'],
+            );
+        }
+        $this->assertOk($answers[2]);
+    }
+
     public function testAServerKilledBetweenRequestsIsStartedAgainByTheNext(): void
     {
         $proc = proc_open($this->command($this->ini(), ['chat', 'wait', 'wait', 'chat']), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);

@@ -468,6 +468,17 @@ impl Remote {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
+        if self.shared.is_some() {
+            // Its llama-server runs a model for generation, and llama-server
+            // embeds only when started for an embedding model alone; its own
+            // answer would tell the caller to restart it with `--embeddings`.
+            return Err(RemoteError::Unsupported {
+                what: "an embedding",
+                engine: self.engine.name(),
+                why: "the installation's shared server runs its model for generation; embed with an embedding model loaded in this process",
+            }
+            .into());
+        }
         let (path, body) = match self.engine {
             EngineKind::LlamaServer => ("/embeddings", llama_server::embedding_request(texts)),
             EngineKind::Vllm | EngineKind::Sglang => (

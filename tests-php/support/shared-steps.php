@@ -35,6 +35,12 @@ foreach (array_slice($argv, 2) as $step) {
                 // Long enough for the test to kill the server meanwhile.
                 $out['text'] = $model()->chat(Prompt::user('Count.'), 1900, 2048, options: ['grammar' => 'root ::= [a-z ]+'])->text();
                 break;
+            case 'embed':
+                $model()->embed('hello');
+                break;
+            case 'embed-many':
+                $model()->embedMany(['hello', 'world']);
+                break;
             case 'with-threads':
                 $model(['shared' => true, 'n_threads' => 2]);
                 break;
