@@ -6,9 +6,10 @@
 //! `jsonschema` crate, formats asserted).
 //!
 //! Run: `make bench-compliance` (or `cargo run --release --no-default-features --features engine
-//! --example compliance -- [DATA] [MODEL] [--sample N] [--seeds N] [--fast-forward 1]`).
-//! With `--fast-forward 1` what the schema forces is appended without
-//! sampling; the table then gives the share of forced tokens. With
+//! --example compliance -- [DATA] [MODEL] [--sample N] [--seeds N] [--fast-forward 0|1]`).
+//! What the schema forces is appended without sampling as the extension does
+//! by default (`--fast-forward 0`: every token sampled); the table gives the
+//! share of forced tokens. With
 //! `--differential 1` each schema is run greedily twice, fast-forward off
 //! and on, and the two outputs compared: same text, both valid, same shape,
 //! and where the two token sequences part (at a forced token: the model's
@@ -256,7 +257,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sample = flag("--sample", 20);
     let seeds = flag("--seeds", 2) as u32;
     let max_tokens = flag("--max-tokens", 160) as u32;
-    let fast_forward = flag("--fast-forward", 0) == 1;
+    let fast_forward = flag(
+        "--fast-forward",
+        usize::from(infer::common::params::DEFAULT_FAST_FORWARD),
+    ) == 1;
     if flag("--differential", 0) == 1 {
         // `--one-by-one 1`: forced tokens evaluated singly (the same kernels
         // as sampled ones), to tell fast-forward's decisions from the last
