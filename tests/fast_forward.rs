@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::common;
 
 use infer::common::params::Constraint;
-use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};
+use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
 use infer::schema;
 
 fn schemas() -> Vec<(&'static str, Value)> {
@@ -95,7 +95,7 @@ fn greedy_outputs_with_fast_forward_equal_those_without_where_the_model_takes_th
         };
         let (off, on) = (run(false), run(true));
         assert!(
-            off.trace.iter().all(|t| !t.1),
+            off.trace.iter().all(|t| !t.1) && !off.timings.forced_end,
             "{name}: nothing is forced without it"
         );
         match off.parts_from(&on) {
@@ -108,6 +108,16 @@ fn greedy_outputs_with_fast_forward_equal_those_without_where_the_model_takes_th
             None => {
                 assert_eq!(off.text, on.text, "{name}");
                 assert_eq!(off.finish, on.finish, "{name}");
+                assert_eq!(off.tokens_generated, on.tokens_generated, "{name}");
+                // Each of these grammars ends with a closing bracket or
+                // quote after which only the end is allowed: it is not
+                // sampled (and `finish` above shows it is still `Eos`).
+                assert_eq!(
+                    on.timings.forced_end,
+                    on.finish == FinishReason::Eos,
+                    "{name}: `{}`",
+                    on.text
+                );
                 followed += 1;
                 forced_in_followed += on.timings.forced_tokens;
             }
@@ -122,4 +132,46 @@ fn greedy_outputs_with_fast_forward_equal_those_without_where_the_model_takes_th
         forced_in_followed >= 10,
         "only {forced_in_followed} forced tokens among them"
     );
+}
+
+/// Where the grammar allows the end or more, the model decides and the end
+/// is sampled; only where nothing but the end is allowed is it not.
+#[test]
+fn the_end_is_left_to_the_model_where_the_grammar_allows_more() {
+    let model = Model::load(&common::model_path(), &LoadParams::default()).expect("load the model");
+    for (question, gbnf) in [
+        ("Answer yes.", r#"root ::= "yes" | "yes!""#),
+        ("Name a colour.", r#"root ::= [a-z]+"#),
+        ("Name a colour.", r#"root ::= [a-z]{1,6}"#),
+    ] {
+        let checked = infer::grammar::CheckedGbnf::new(gbnf).expect("grammar");
+        let prompt = [Message::new(Role::User, question)];
+        let run = |fast_forward| {
+            model
+                .chat(
+                    &prompt,
+                    &GenerateParams {
+                        max_tokens: 24,
+                        constraint: Some(Constraint::Grammar(checked.clone())),
+                        fast_forward,
+                        forced_one_by_one: true,
+                        cache_prompt: false,
+                        ..GenerateParams::default()
+                    },
+                )
+                .expect("generate")
+        };
+        let (off, on) = (run(false), run(true));
+        assert_eq!((&off.text, off.finish), (&on.text, on.finish), "{gbnf}");
+        // Nothing but the end after "yes!" or six letters; after "yes" or
+        // fewer letters the model may go on.
+        let must_end = on.text == "yes!" || (gbnf.ends_with("{1,6}") && on.text.len() == 6);
+        assert_eq!(
+            on.timings.forced_end,
+            must_end && on.finish == FinishReason::Eos,
+            "{gbnf}: `{}` {:?}",
+            on.text,
+            on.finish
+        );
+    }
 }

@@ -105,6 +105,9 @@ pub struct Timings {
     /// Generated tokens the constraint forced, appended without sampling
     /// (`fast_forward`); the others were sampled.
     pub forced_tokens: u32,
+    /// The constraint admitted nothing but the end, so the end was not
+    /// sampled: the last tokens were never evaluated (`fast_forward`).
+    pub forced_end: bool,
 }
 
 /// What a piece of a stream is.

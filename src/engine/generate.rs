@@ -41,6 +41,8 @@ pub struct Progress {
     trace: Vec<(i32, bool)>,
     /// Whether the token being pushed was forced.
     pushing_forced: bool,
+    /// Whether the constraint ended the generation (see [`forward`]).
+    forced_end: bool,
     piece: Vec<u8>,
     thinking: Thinking,
     /// Whether the last token was taken without the grammar.
@@ -70,6 +72,7 @@ impl Progress {
             forced: 0,
             trace: Vec::new(),
             pushing_forced: false,
+            forced_end: false,
             piece: Vec::with_capacity(32),
             thinking: Thinking::new(model, prompt, params),
             free: true,
@@ -87,6 +90,7 @@ impl Progress {
             forced: 0,
             trace: Vec::new(),
             pushing_forced: false,
+            forced_end: false,
             piece: Vec::new(),
             thinking: Thinking::none(),
             free: true,
@@ -229,6 +233,13 @@ impl Progress {
         tokens
     }
 
+    /// Whether the constraint admits nothing but the end here, when it
+    /// alone decides what comes next: the model could only sample an
+    /// end-of-generation token, so none is sampled (see [`forward`]).
+    fn constraint_ends(&self, sampler: &Sampler) -> bool {
+        self.thinking.grammar_decides() && sampler.must_end()
+    }
+
     /// Take `token`, which the constraint forced (see [`Self::forced_tokens`]):
     /// it counts as generated, as a sampled one does, and goes through the
     /// same stop strings.
@@ -267,12 +278,14 @@ impl Progress {
                 generation_ms: ms(now.duration_since(read)),
                 cache,
                 forced_tokens: self.forced,
+                forced_end: self.forced_end,
             },
             None => Timings {
                 prompt_ms: ms(now.duration_since(self.began)),
                 generation_ms: 0.0,
                 cache: CacheSource::None,
                 forced_tokens: 0,
+                forced_end: false,
             },
         }
     }
@@ -450,8 +463,11 @@ impl Generator {
 /// of a batch forward the same way. Each forced token counts toward
 /// `max_tokens` and the context as a sampled one does, and goes through the
 /// stop strings; the run stops short at either limit, or at the stop check,
-/// and the next step reports why. Returns why the generation ends, when a
-/// stop string ends it here.
+/// and the next step reports why. When the constraint then admits nothing
+/// but the end, the generation ends here (`Eos`, as the model's only choice
+/// would have ended it) without evaluating the pending tokens and sampling
+/// that end: one decode step less for every constrained answer. Returns why
+/// the generation ends, when it ends here (a stop string, or that end).
 pub fn forward(
     progress: &mut Progress,
     sampler: &mut Sampler,
@@ -475,6 +491,15 @@ pub fn forward(
             return Ok(finish);
         }
         pending.push(token);
+    }
+    // Only where the next step would sample: not past a limit, nor due.
+    if progress
+        .before_token(cached + pending.len(), n_ctx, params)
+        .is_none()
+        && progress.constraint_ends(sampler)
+    {
+        progress.forced_end = true;
+        return Ok(Some(FinishReason::Eos));
     }
     Ok(None)
 }

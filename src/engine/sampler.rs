@@ -141,6 +141,12 @@ impl GrammarSampler {
         self.follow.as_ref().map(|f| f.forced(max))
     }
 
+    /// Whether the grammar admits nothing but the end here, when this
+    /// sampler follows its grammar's text (false: it does not).
+    pub fn must_end(&self) -> bool {
+        self.follow.as_ref().is_some_and(|f| f.must_end())
+    }
+
     /// Set the logit of every token the grammar does not allow to -inf.
     pub fn apply(&mut self, array: &mut LlamaTokenDataArray) {
         self.sampler.apply(array);
@@ -430,6 +436,12 @@ impl Sampler {
     /// without fast-forward).
     pub fn forced_bytes(&self, max: usize) -> Option<Vec<u8>> {
         self.grammar.as_ref()?.forced_bytes(max)
+    }
+
+    /// Whether the grammar admits nothing but the end (see
+    /// `grammar::forced`); false when nothing can tell.
+    pub fn must_end(&self) -> bool {
+        self.grammar.as_ref().is_some_and(|g| g.must_end())
     }
 
     /// Whether `token`, ending a forced text, could merge with what follows

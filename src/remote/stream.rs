@@ -189,6 +189,7 @@ impl RemoteStream {
                 CacheSource::None
             },
             forced_tokens: 0,
+            forced_end: false,
         }
     }
 

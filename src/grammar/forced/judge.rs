@@ -253,6 +253,15 @@ fn forced_text_is_the_longest_common_prefix_of_every_continuation() {
                 words.contains(&prefix),
                 "{gbnf:?} after {prefix:?}"
             );
+            // Nothing but the end: the prefix is a word and begins no other.
+            let longer = words
+                .iter()
+                .any(|w| w.len() > prefix.len() && w.starts_with(&prefix));
+            assert_eq!(
+                r.must_end(),
+                words.contains(&prefix) && !longer,
+                "{gbnf:?} after {prefix:?}: must end?"
+            );
             // One more character: accepted exactly when some string
             // continues that way.
             let next = format!("{prefix}{}", rng.pick());

@@ -45,6 +45,27 @@ fn an_object_with_fixed_keys_forces_each_key_and_separator() {
 }
 
 #[test]
+fn must_end_only_where_nothing_but_the_end_is_allowed() {
+    // Complete, and nothing may follow.
+    assert!(after(OBJECT, "{\"name\": \"Bob\", \"age\": 42}").must_end());
+    // Complete, but more digits may follow: the model chooses.
+    let number = after(OBJECT, "{\"name\": \"Bob\", \"age\": 42");
+    assert!(!number.may_end() && !number.must_end());
+    let optional = r#"root ::= "a" "b"?"#;
+    assert!(after(optional, "a").may_end());
+    assert!(!after(optional, "a").must_end());
+    assert!(after(optional, "ab").must_end());
+    assert!(!after("root ::= [a-z]+", "abc").must_end());
+    assert!(!after(OBJECT, "").must_end());
+    // Inside a character: not yet.
+    let mut r = Recognizer::new(rules(r#"root ::= "é""#));
+    assert!(r.accept_bytes(&[0xC3]));
+    assert!(!r.must_end());
+    assert!(r.accept_bytes(&[0xA9]));
+    assert!(r.must_end());
+}
+
+#[test]
 fn a_converted_object_schema_forces_its_required_keys() {
     let schema = json!({
         "type": "object",
