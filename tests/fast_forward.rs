@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use crate::common;
 
 use infer::common::params::Constraint;
-use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
+use infer::engine::{FinishReason, GenerateParams, Generation, LoadParams, Message, Model, Role};
+use infer::grammar::CheckedGbnf;
 use infer::schema;
 
 fn schemas() -> Vec<(&'static str, Value)> {
@@ -66,6 +67,33 @@ fn schemas() -> Vec<(&'static str, Value)> {
     ]
 }
 
+/// The greedy answers to `prompt` under `gbnf` without fast-forward and
+/// with it (forced tokens evaluated one at a time: the same logits).
+fn off_and_on(
+    model: &Model,
+    prompt: &[Message],
+    gbnf: &CheckedGbnf,
+    max_tokens: u32,
+) -> (Generation, Generation) {
+    let run = |fast_forward| {
+        model
+            .chat(
+                prompt,
+                &GenerateParams {
+                    max_tokens,
+                    n_ctx: 1024,
+                    constraint: Some(Constraint::Grammar(gbnf.clone())),
+                    fast_forward,
+                    forced_one_by_one: true,
+                    cache_prompt: false,
+                    ..GenerateParams::default()
+                },
+            )
+            .expect("generate")
+    };
+    (run(false), run(true))
+}
+
 #[test]
 fn greedy_outputs_with_fast_forward_equal_those_without_where_the_model_takes_the_canonical_split()
 {
@@ -77,23 +105,7 @@ fn greedy_outputs_with_fast_forward_equal_those_without_where_the_model_takes_th
             Message::new(Role::System, "Output one JSON value only."),
             Message::new(Role::User, format!("Give an example of a {name}.")),
         ];
-        let run = |fast_forward| {
-            model
-                .chat(
-                    &prompt,
-                    &GenerateParams {
-                        max_tokens: 96,
-                        n_ctx: 1024,
-                        constraint: Some(Constraint::Grammar(gbnf.clone())),
-                        fast_forward,
-                        forced_one_by_one: true,
-                        cache_prompt: false,
-                        ..GenerateParams::default()
-                    },
-                )
-                .expect("generate")
-        };
-        let (off, on) = (run(false), run(true));
+        let (off, on) = off_and_on(&model, &prompt, &gbnf, 96);
         assert!(
             off.trace.iter().all(|t| !t.1) && !off.timings.forced_end,
             "{name}: nothing is forced without it"
@@ -144,24 +156,9 @@ fn the_end_is_left_to_the_model_where_the_grammar_allows_more() {
         ("Name a colour.", r#"root ::= [a-z]+"#),
         ("Name a colour.", r#"root ::= [a-z]{1,6}"#),
     ] {
-        let checked = infer::grammar::CheckedGbnf::new(gbnf).expect("grammar");
+        let checked = CheckedGbnf::new(gbnf).expect("grammar");
         let prompt = [Message::new(Role::User, question)];
-        let run = |fast_forward| {
-            model
-                .chat(
-                    &prompt,
-                    &GenerateParams {
-                        max_tokens: 24,
-                        constraint: Some(Constraint::Grammar(checked.clone())),
-                        fast_forward,
-                        forced_one_by_one: true,
-                        cache_prompt: false,
-                        ..GenerateParams::default()
-                    },
-                )
-                .expect("generate")
-        };
-        let (off, on) = (run(false), run(true));
+        let (off, on) = off_and_on(&model, &prompt, &checked, 24);
         assert_eq!((&off.text, off.finish), (&on.text, on.finish), "{gbnf}");
         // Nothing but the end after "yes!" or six letters; after "yes" or
         // fewer letters the model may go on.
