@@ -37,12 +37,7 @@ make install INSTALL_ROOT="$stage" >/dev/null
 so="$stage$(php-config --extension-dir)/infer.so"
 echo "== $(php -r 'echo PHP_VERSION;'): phpize, configure, make, make install -> $so"
 # The shared server's supervisor is installed beside the extension, and runs.
-serve="$(dirname "$so")/infer-serve"
-[ -x "$serve" ] || { echo "make install did not install infer-serve beside infer.so" >&2; exit 1; }
-if "$serve" >/dev/null 2>"$stage/serve.err"; then
-    echo "infer-serve without arguments should refuse to start" >&2; exit 1
-fi
-grep -q "usage" "$stage/serve.err" || { echo "infer-serve: unexpected answer: $(cat "$stage/serve.err")" >&2; exit 1; }
+bash "$(dirname "$0")/scripts/check-infer-serve.sh" "$(dirname "$so")/infer-serve"
 echo "infer-serve installed beside it"
 php -n -d extension="$so" -r '
     $m = Displace\Infer\Model::load(getenv("INFER_MODEL"));
