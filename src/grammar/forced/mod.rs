@@ -178,10 +178,7 @@ impl Recognizer {
     /// Whether the grammar allows nothing but the end here: every stack is
     /// empty (llama.cpp then allows only end-of-generation tokens).
     pub fn must_end(&self) -> bool {
-        self.state == State::Live
-            && !self.partial.is_pending()
-            && !self.stacks.is_empty()
-            && self.stacks.iter().all(<[u32]>::is_empty)
+        self.may_end() && self.stacks.iter().all(<[u32]>::is_empty)
     }
 
     /// The forced text: the longest byte string of at most `max_bytes`,
