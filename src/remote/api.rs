@@ -21,27 +21,41 @@ macro_rules! local_only {
     };
 }
 
+/// Which values of a local-only option a connected model refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    Always,
+    /// Only `true`: `false` asks for what the server does anyway (for a
+    /// switch that is on by default, so that a portable call may say so).
+    WhenOn,
+}
+
 /// Why a connected model refuses the options only the engine in this
 /// process honours.
-const LOCAL_ONLY: &[(&str, &str)] = &[
+const LOCAL_ONLY: &[(&str, Refused, &str)] = &[
     (
         "cache_prompt",
+        Refused::Always,
         local_only!("the server keeps its own prompt cache (llama-server reuses the common prefix of each slot)"),
     ),
     (
         "fast_forward",
+        Refused::WhenOn,
         local_only!("the server samples every token; only the in-process engine appends forced text without sampling"),
     ),
     (
         "max_reasoning_tokens",
+        Refused::Always,
         local_only!("the server applies the grammar from the first token and cannot bound a thought"),
     ),
     (
         "tools",
+        Refused::Always,
         local_only!("tool calls are parsed from the model's own call format by the in-process engine"),
     ),
     (
         "tool_choice",
+        Refused::Always,
         local_only!("tool calls are parsed from the model's own call format by the in-process engine"),
     ),
 ];
@@ -143,15 +157,10 @@ impl Backend for Remote {
     }
 
     fn refuses_option(&self, key: &str, off: bool) -> Option<&'static str> {
-        // `fast_forward` is on by default; turned off, it asks for what the
-        // server does anyway (a portable call may say so).
-        if off && key == "fast_forward" {
-            return None;
-        }
         LOCAL_ONLY
             .iter()
-            .find(|(name, _)| *name == key)
-            .map(|(_, why)| *why)
+            .find(|(name, refused, _)| *name == key && !(off && *refused == Refused::WhenOn))
+            .map(|(_, _, why)| *why)
     }
 }
 
