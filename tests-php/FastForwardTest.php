@@ -216,17 +216,20 @@ final class FastForwardTest extends InferTestCase
     /**
      * chatMany() forwards each sequence on its own: every result is what
      * chat() with fast-forward returns for that prompt alone (as without
-     * it), with the same forced tokens.
+     * it), with the same forced tokens. Names, ages and cities of unequal
+     * lengths put the sequences' forced runs at different steps, which
+     * chatMany() spreads over the steps after (a batch takes as many tokens
+     * from each sequence): a run's logits are taken at its end only.
      */
     public function testChatManyForwardsEachSequenceAsChatDoes(): void
     {
         $model = self::model();
         $prompts = [];
-        foreach (['Maria is 31 and lives in Lisbon.', 'Tom, 45, from Leeds.', 'Ana (22) lives in Porto.', 'Li Wei is 38, in Shanghai.'] as $text) {
+        foreach (['Maria is 31 and lives in Lisbon.', 'Tom, 45, from Leeds.', 'Ana (22) lives in Porto.', 'Li Wei is 38, in Shanghai.', 'Jo, 9, Rome.', 'The oldest woman in the parish, Agnes Whitmore-Callaghan, turned 102 this week in Ballykilcavan.'] as $text) {
             $prompts[] = Prompt::system('Extract the data. Output JSON only.')->withUser($text);
         }
         $options = ['schema' => self::PERSON, 'fast_forward' => true, 'cache_prompt' => false];
-        $many = $model->chatMany($prompts, maxTokens: 64, options: $options + ['parallel' => 4]);
+        $many = $model->chatMany($prompts, maxTokens: 64, options: $options + ['parallel' => 6]);
         foreach ($prompts as $i => $prompt) {
             $alone = $model->chat($prompt, maxTokens: 64, options: $options);
             $this->assertSame($alone->text(), $many[$i]->text(), "prompt $i");

@@ -43,6 +43,29 @@ pub fn shape_for(prompts: &[Vec<LlamaToken>], params: &GenerateParams, parallel:
     Shape::logits(n_ctx, n_seq, MAX_BATCH.max(n_seq))
 }
 
+/// What the next batch carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// Prompt tokens of the sequences still reading theirs, as many as fit.
+    Read,
+    /// This many pending tokens of every generating sequence.
+    Generate(usize),
+}
+
+/// The next batch's turn, from the pending tokens of each active sequence
+/// (0: it is reading its prompt): reading while any sequence is, else the
+/// fewest any sequence has pending, from each.
+fn turn(pending: impl IntoIterator<Item = usize>) -> Turn {
+    let mut fewest = None;
+    for n in pending {
+        if n == 0 {
+            return Turn::Read;
+        }
+        fewest = Some(fewest.map_or(n, |f: usize| f.min(n)));
+    }
+    fewest.map_or(Turn::Read, Turn::Generate)
+}
+
 /// One prompt being generated in one sequence of the context.
 struct Slot<'a> {
     index: usize,
@@ -201,15 +224,25 @@ pub fn run(
         // llama.cpp split the batch into many small, slow micro-batches
         // (sequences in a micro-batch must contribute equal token counts),
         // and only the total time of the call matters to its caller.
+        //
+        // Generating, every sequence gives as many tokens as the one with
+        // the fewest pending: for the same reason, a batch whose sequences
+        // carry unequal counts (one with forced tokens beside others with
+        // their sampled one) is evaluated in several micro-batches, each a
+        // pass over the weights. A sequence with more keeps the rest for the
+        // next steps, without logits until its last.
         batch.clear();
-        let reading = slots.iter().flatten().any(|s| s.pending.is_empty());
+        let (reading, each) = match turn(slots.iter().flatten().map(|s| s.pending.len())) {
+            Turn::Read => (true, usize::MAX),
+            Turn::Generate(each) => (false, each),
+        };
         let mut budget = ctx.batch_capacity();
         for (seq, slot) in slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
             if reading != slot.pending.is_empty() {
                 continue;
             }
-            budget -= slot.feed(seq as u32, &mut batch, budget);
+            budget -= slot.feed(seq as u32, &mut batch, budget.min(each));
         }
         if batch.is_empty() {
             break;
@@ -352,6 +385,23 @@ mod tests {
             ..params
         };
         assert_eq!(shape_for(&prompts(&[10]), &long, 32).n_ctx, 2048);
+    }
+
+    #[test]
+    fn a_batch_reads_prompts_while_any_sequence_is_reading_one() {
+        assert_eq!(turn([1, 0, 4]), Turn::Read);
+        assert_eq!(turn([0]), Turn::Read);
+        assert_eq!(turn([]), Turn::Read);
+    }
+
+    #[test]
+    fn generating_sequences_give_equal_counts_the_fewest_pending() {
+        // One sequence with forced tokens beside others with their sampled
+        // one: one token each, the forced ones over the next steps.
+        assert_eq!(turn([1, 5, 1, 3]), Turn::Generate(1));
+        // Every sequence in a forced run: as many as the shortest.
+        assert_eq!(turn([4, 6, 3]), Turn::Generate(3));
+        assert_eq!(turn([2]), Turn::Generate(2));
     }
 
     #[test]
