@@ -123,6 +123,41 @@ final class ThreadSharingTest extends InferTestCase
     }
 
     /**
+     * A model of fixed threads keeps its pool's threads polling while a call
+     * evaluates, as llama.cpp's tools do, but they sleep once the call has
+     * returned: they used to spin for about 0.1 s after each call, on the
+     * cores the PHP code that follows (another model's call, another
+     * process) needed. Measured as the CPU time the process uses while it
+     * sleeps right after each kind of call.
+     */
+    public function testAFixedPoolUsesNoCpuOnceACallHasReturned(): void
+    {
+        $cpuMs = static function (): float {
+            $u = getrusage();
+            return ($u['ru_utime.tv_sec'] + $u['ru_stime.tv_sec']) * 1000 + ($u['ru_utime.tv_usec'] + $u['ru_stime.tv_usec']) / 1000;
+        };
+        $model = \Displace\Infer\Model::load(self::modelPath(), ['n_threads' => 2]);
+        $path = EmbeddingModel::path();
+        if (!is_file($path)) {
+            self::fail("embedding model not found at $path: run `make embedding-model`");
+        }
+        $embedder = \Displace\Infer\Model::load($path, ['embedding' => true, 'n_threads' => 2]);
+        $calls = [
+            'chat' => fn () => $model->chat(\Displace\Infer\Prompt::user('Hi'), maxTokens: 8),
+            'chatMany' => fn () => $model->chatMany([\Displace\Infer\Prompt::user('Hi'), \Displace\Infer\Prompt::user('Hello')], maxTokens: 8),
+            'stream' => fn () => iterator_to_array($model->stream(\Displace\Infer\Prompt::user('Hi'), maxTokens: 8), false),
+            'embed' => fn () => $embedder->embed('The library opens at nine.'),
+        ];
+        foreach ($calls as $name => $call) {
+            $call();
+            $before = $cpuMs();
+            usleep(300_000);
+            $spent = $cpuMs() - $before;
+            $this->assertLessThan(30.0, $spent, "$name: CPU time used in the 300 ms after the call returned");
+        }
+    }
+
+    /**
      * The thread count of a call changes with the load on the machine (the
      * sharing above), so it must never change a greedy output. It would with
      * llama.cpp's CPU flash-attention kernel, whose reduction order depends on

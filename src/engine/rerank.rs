@@ -74,6 +74,12 @@ struct Judging {
     prefix: Vec<LlamaToken>,
 }
 
+impl super::shelf::Idle for Judging {
+    fn rest(&mut self) {
+        self.ctx.rest();
+    }
+}
+
 /// A model that scores documents against queries.
 pub struct Reranker {
     model: Model,

@@ -17,6 +17,12 @@ use crate::common::CacheSource;
 /// Largest number of tokens evaluated in one llama.cpp batch.
 pub const MAX_BATCH: u32 = 512;
 
+impl super::shelf::Idle for Session {
+    fn rest(&mut self) {
+        self.ctx.rest();
+    }
+}
+
 /// A context and what its KV cache holds (sequence 0, positions `0..len`).
 #[derive(Debug)]
 pub struct Session {

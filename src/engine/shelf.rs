@@ -38,7 +38,14 @@ pub enum Fit {
     Fits(usize),
 }
 
-impl<T> Shelf<T> {
+/// What an item does when it goes back on the shelf, between calls.
+pub trait Idle {
+    /// Stop using resources that only a call needs (a context's pool
+    /// threads, which would otherwise spin for a while after the call).
+    fn rest(&mut self);
+}
+
+impl<T: Idle> Shelf<T> {
     fn lock(&self) -> MutexGuard<'_, Vec<T>> {
         self.items.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -65,7 +72,8 @@ impl<T> Shelf<T> {
     }
 
     /// Give `item` back after a call that succeeded.
-    pub fn put(&self, item: T) {
+    pub fn put(&self, mut item: T) {
+        item.rest();
         self.lock().push(item);
     }
 
@@ -84,6 +92,28 @@ impl<T> Shelf<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Idle for (u32, usize) {
+        fn rest(&mut self) {}
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct Pool {
+        resting: bool,
+    }
+
+    impl Idle for Pool {
+        fn rest(&mut self) {
+            self.resting = true;
+        }
+    }
+
+    #[test]
+    fn an_item_rests_when_it_goes_back_on_the_shelf() {
+        let shelf = Shelf::default();
+        shelf.put(Pool { resting: false });
+        assert_eq!(shelf.take(|_| Fit::Fits(0)), Some(Pool { resting: true }));
+    }
 
     fn by_value(wanted: u32) -> impl Fn(&(u32, usize)) -> Fit {
         move |&(shape, prefix)| {
