@@ -433,21 +433,6 @@ impl Context {
         }
     }
 
-    /// Put the pool's threads to sleep until the next evaluation wakes them.
-    /// A pool that polls (a model of fixed threads) otherwise spins for
-    /// about a tenth of a second after its last evaluation, on the cores
-    /// that the caller's PHP code, another model's call or another process
-    /// need next.
-    pub fn rest(&mut self) {
-        if !self.is_usable() {
-            // Forked: the pool (and its lock) belong to the parent.
-            return;
-        }
-        // SAFETY: the pool made in `new` and alive with the context; the next
-        // graph computation resumes a paused pool (ggml's kickoff).
-        unsafe { sys::ggml_threadpool_pause(self.threadpool.as_ptr()) }
-    }
-
     /// Largest number of tokens one [`Context::decode`] takes.
     pub fn batch_capacity(&self) -> usize {
         self.batch.capacity
@@ -715,8 +700,19 @@ impl Context {
 }
 
 impl super::shelf::Idle for Context {
+    /// Put the pool's threads to sleep until the next evaluation wakes them.
+    /// A pool that polls (a model of fixed threads) otherwise spins for
+    /// about a tenth of a second after its last evaluation, on the cores
+    /// that the caller's PHP code, another model's call or another process
+    /// need next.
     fn rest(&mut self) {
-        Context::rest(self);
+        if !self.is_usable() {
+            // Forked: the pool (and its lock) belong to the parent.
+            return;
+        }
+        // SAFETY: the pool made in `new` and alive with the context; the next
+        // graph computation resumes a paused pool (ggml's kickoff).
+        unsafe { sys::ggml_threadpool_pause(self.threadpool.as_ptr()) }
     }
 }
 

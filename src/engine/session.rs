@@ -17,12 +17,6 @@ use crate::common::CacheSource;
 /// Largest number of tokens evaluated in one llama.cpp batch.
 pub const MAX_BATCH: u32 = 512;
 
-impl super::shelf::Idle for Session {
-    fn rest(&mut self) {
-        self.ctx.rest();
-    }
-}
-
 /// A context and what its KV cache holds (sequence 0, positions `0..len`).
 #[derive(Debug)]
 pub struct Session {
@@ -39,6 +33,12 @@ pub struct Session {
     /// Whether [`Session::logits`] are `prompt_logits` (no evaluation since
     /// they were restored).
     restored: bool,
+}
+
+impl super::shelf::Idle for Session {
+    fn rest(&mut self) {
+        self.ctx.rest();
+    }
 }
 
 impl Session {
