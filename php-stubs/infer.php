@@ -121,7 +121,10 @@ final class Model
      * @param int $nCtx context size in tokens (>= 1, at most contextLength())
      * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
      * @param int $seed the same seed gives the same output
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
+     *        fast_forward: append what the schema or grammar forces (keys, punctuation, the rest of an enum value)
+     *        without sampling it, evaluated in one batch (default true); false samples every token, as llama.cpp's
+     *        tools and llama-server do.
      *        max_reasoning_tokens: the most tokens a <think> block may take; then the engine writes </think> and a
      *        blank line and the answer starts (0: the block is closed before generation). With a schema or grammar,
      *        a thought (opened by the prompt, or by the model's first words) is free text and the constraint
@@ -150,7 +153,7 @@ final class Model
      * Complete $prompt as plain text: no chat template, no reasoning split.
      *
      * @param bool $addBos add the tokens the model's tokenizer puts at the start of a sequence (BOS)
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, timeout?: float, max_reasoning_tokens?: int} $options
      * @throws InferenceException
      */
     public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}
@@ -164,7 +167,7 @@ final class Model
      * While the stream is open (not iterated to the end, cancelled or destroyed), every other call on this model
      * (chat(), raw(), another stream, close(), ...) throws InferenceException.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
      * @throws InferenceException when the stream cannot start (the errors of chat() that come before generation)
      */
     public function stream(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Stream {}
@@ -173,7 +176,7 @@ final class Model
      * Stream the plain-text completion of $prompt: the arguments of raw(), and a Stream whose pieces are keyed
      * 'text' and put together are what raw() returns.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, timeout?: float, max_reasoning_tokens?: int} $options
      * @throws InferenceException
      */
     public function rawStream(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): Stream {}
@@ -187,10 +190,11 @@ final class Model
      *
      * @param list<Prompt> $prompts a list (keys 0, 1, 2, ... in order; pass array_values() of another array)
      * @param int $nCtx the context of each prompt, as in chat(); the shared context is sized from it
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array, parallel?: int} $options
      *        the options of chat(), plus parallel: how many prompts are decoded at a time (int from 1 to 256,
      *        default 32); when there are more prompts, a sequence that finishes takes the next prompt at once.
-     *        cache_prompt has no effect here.
+     *        cache_prompt: each prompt starts from a prefix the process keeps, saved by a context of as many
+     *        sequences; fast_forward: each sequence forwards on its own, with chat()'s results.
      * @return list<Response> in the order of $prompts
      * @throws InferenceException for an empty list, an element that is not a Prompt, a prompt that does not fit
      *         in $nCtx (naming its index), and every error of chat()
@@ -202,7 +206,7 @@ final class Model
      * raw() returns for that prompt alone.
      *
      * @param list<string> $prompts a list of strings (keys 0, 1, 2, ... in order)
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, timeout?: float, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, timeout?: float, max_reasoning_tokens?: int, parallel?: int} $options
      *        as for chatMany()
      * @return list<string> in the order of $prompts
      * @throws InferenceException

@@ -69,6 +69,57 @@ final class StubsTest extends InferTestCase
         );
     }
 
+    /**
+     * The `$options` shape of each generation method in the stubs names the
+     * options the extension knows for it (its message for an unknown option
+     * lists them), but for those the method refuses with a reason of their
+     * own (`raw()` and its variants refuse the chat's): what Reflection
+     * cannot see, a docblock, checked against the extension.
+     */
+    public function testTheOptionShapesNameEveryOptionTheExtensionTakes(): void
+    {
+        $stubs = (string) file_get_contents(self::STUBS);
+        $model = self::model();
+        $prompt = \Displace\Infer\Prompt::user('Hi');
+        $calls = [
+            'chat' => fn (array $o) => $model->chat($prompt, maxTokens: 1, options: $o),
+            'raw' => fn (array $o) => $model->raw('Hi', maxTokens: 1, options: $o),
+            'stream' => fn (array $o) => $model->stream($prompt, maxTokens: 1, options: $o),
+            'rawStream' => fn (array $o) => $model->rawStream('Hi', maxTokens: 1, options: $o),
+            'chatMany' => fn (array $o) => $model->chatMany([$prompt], maxTokens: 1, options: $o),
+            'rawMany' => fn (array $o) => $model->rawMany(['Hi'], maxTokens: 1, options: $o),
+        ];
+        // A valid value of each option a method may refuse.
+        $samples = [
+            'template_vars' => ['name' => 'Ana'],
+            'special_tokens_in_messages' => true,
+            'tools' => [['name' => 'f', 'description' => 'd', 'parameters' => ['type' => 'object']]],
+            'tool_choice' => 'none',
+        ];
+        foreach ($calls as $method => $call) {
+            $this->assertSame(1, preg_match('/@param array\{([^{}]*)\} \$options(?:(?!\*\/).)*\*\/\s*public function ' . $method . '\(/s', $stubs, $shape), "the stub of $method() has an \$options shape");
+            preg_match_all('/(?:^|, )(\w+)\?:/', $shape[1], $keys);
+            $declared = $keys[1];
+            try {
+                $call(['no_such_option' => 1]);
+                $this->fail("$method() accepted an unknown option");
+            } catch (\Displace\Infer\InferenceException $e) {
+                $this->assertSame(1, preg_match('/\(known: ([a-z_, ]+)\)/', $e->getMessage(), $known), $e->getMessage());
+            }
+            $known = explode(', ', $known[1]);
+            $this->assertSame([], array_values(array_diff($declared, $known)), "$method(): the stub declares options the extension does not know");
+            foreach (array_diff($known, $declared) as $key) {
+                $this->assertArrayHasKey($key, $samples, "$method(): option $key is missing from the stub's \$options shape");
+                try {
+                    $call([$key => $samples[$key]]);
+                    $this->fail("$method() takes option $key, which its stub leaves out");
+                } catch (\Displace\Infer\InferenceException $e) {
+                    $this->assertStringContainsString("option \"$key\"", $e->getMessage(), $method);
+                }
+            }
+        }
+    }
+
     public function testStubsAreValidPhp(): void
     {
         exec(sprintf('%s -n -l %s 2>&1', escapeshellarg(PHP_BINARY), escapeshellarg(self::STUBS)), $out, $status);
