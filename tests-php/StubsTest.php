@@ -70,7 +70,8 @@ final class StubsTest extends InferTestCase
     }
 
     /**
-     * The `$options` shape of each generation method in the stubs names the
+     * The `$options` shape of each generation method (and of Model::load()
+     * and connect()) in the stubs names the
      * options the extension knows for it (its message for an unknown option
      * lists them), but for those the method refuses with a reason of their
      * own (`raw()` and its variants refuse the chat's): what Reflection
@@ -88,6 +89,9 @@ final class StubsTest extends InferTestCase
             'rawStream' => fn (array $o) => $model->rawStream('Hi', maxTokens: 1, options: $o),
             'chatMany' => fn (array $o) => $model->chatMany([$prompt], maxTokens: 1, options: $o),
             'rawMany' => fn (array $o) => $model->rawMany(['Hi'], maxTokens: 1, options: $o),
+            // The first `load(` of the stubs is Model's.
+            'load' => fn (array $o) => \Displace\Infer\Model::load(self::modelPath(), $o),
+            'connect' => fn (array $o) => \Displace\Infer\Model::connect('http://127.0.0.1:9', $o),
         ];
         // A valid value of each option a method may refuse.
         $samples = [
@@ -97,13 +101,13 @@ final class StubsTest extends InferTestCase
             'tool_choice' => 'none',
         ];
         foreach ($calls as $method => $call) {
-            $this->assertSame(1, preg_match('/@param array\{([^{}]*)\} \$options(?:(?!\*\/).)*\*\/\s*public function ' . $method . '\(/s', $stubs, $shape), "the stub of $method() has an \$options shape");
+            $this->assertSame(1, preg_match('/@param array\{([^{}]*)\} \$options(?:(?!\*\/).)*\*\/\s*public (?:static )?function ' . $method . '\(/s', $stubs, $shape), "the stub of $method() has an \$options shape");
             preg_match_all('/(?:^|, )(\w+)\?:/', $shape[1], $keys);
             $declared = $keys[1];
             try {
                 $call(['no_such_option' => 1]);
                 $this->fail("$method() accepted an unknown option");
-            } catch (\Displace\Infer\InferenceException $e) {
+            } catch (\Displace\Infer\InferException $e) {
                 $this->assertSame(1, preg_match('/\(known: ([a-z_, ]+)\)/', $e->getMessage(), $known), $e->getMessage());
             }
             $known = explode(', ', $known[1]);
@@ -113,7 +117,7 @@ final class StubsTest extends InferTestCase
                 try {
                     $call([$key => $samples[$key]]);
                     $this->fail("$method() takes option $key, which its stub leaves out");
-                } catch (\Displace\Infer\InferenceException $e) {
+                } catch (\Displace\Infer\InferException $e) {
                     $this->assertStringContainsString("option \"$key\"", $e->getMessage(), $method);
                 }
             }
