@@ -37,11 +37,7 @@ final class EmbeddingTest extends InferTestCase
 
     private static function embedder(): Model
     {
-        $path = EmbeddingModel::path();
-        if (!is_file($path)) {
-            self::fail("embedding model not found at $path: run `make embedding-model`");
-        }
-        return self::$embedder ??= Model::load($path, ['embedding' => true]);
+        return self::$embedder ??= Model::load(self::embeddingModelPath(), ['embedding' => true]);
     }
 
     private static function cosine(array $a, array $b): float

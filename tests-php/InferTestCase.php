@@ -41,6 +41,15 @@ abstract class InferTestCase extends TestCase
         return $path;
     }
 
+    protected static function embeddingModelPath(): string
+    {
+        $path = EmbeddingModel::path();
+        if (!is_file($path)) {
+            self::fail("embedding model not found at $path: run `make embedding-model`");
+        }
+        return $path;
+    }
+
     /**
      * The default model, loaded once for the whole run. INFER_TEST_GPU_LAYERS
      * (scripts/gpu-check.sh, on a GPU build) offloads its layers.

@@ -137,11 +137,7 @@ final class ThreadSharingTest extends InferTestCase
             return ($u['ru_utime.tv_sec'] + $u['ru_stime.tv_sec']) * 1000 + ($u['ru_utime.tv_usec'] + $u['ru_stime.tv_usec']) / 1000;
         };
         $model = \Displace\Infer\Model::load(self::modelPath(), ['n_threads' => 2]);
-        $path = EmbeddingModel::path();
-        if (!is_file($path)) {
-            self::fail("embedding model not found at $path: run `make embedding-model`");
-        }
-        $embedder = \Displace\Infer\Model::load($path, ['embedding' => true, 'n_threads' => 2]);
+        $embedder = \Displace\Infer\Model::load(self::embeddingModelPath(), ['embedding' => true, 'n_threads' => 2]);
         $calls = [
             'chat' => fn () => $model->chat(\Displace\Infer\Prompt::user('Hi'), maxTokens: 8),
             'chatMany' => fn () => $model->chatMany([\Displace\Infer\Prompt::user('Hi'), \Displace\Infer\Prompt::user('Hello')], maxTokens: 8),
