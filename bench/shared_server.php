@@ -107,7 +107,7 @@ foreach (array_map('intval', explode(',', $opts['concurrency'])) as $c) {
         $serverRss = 0.0;
         if ($mode === 'shared') {
             $record = json_decode((string) @file_get_contents("$dir/server.json"), true);
-            $serverRss = is_array($record) ? max(0, rss_kb((int) $record['server'])) / 1024 : 0.0;
+            $serverRss = is_array($record) ? max(0, rss_kb((int) ($record['server']['pid'] ?? 0))) / 1024 : 0.0;
         }
         $fpm->stop();
         $row = ['concurrency' => $c, 'mode' => $mode, 'tokens_per_s' => $tokens / $wall, 'p50' => percentile($ms, 0.5),

@@ -71,11 +71,12 @@ final class Model
      *        shared: use the llama-server that every PHP process of this installation shares (default false):
      *        php.ini infer.server_model names the one GGUF it serves, and $path must be that file; the first
      *        process that needs it starts it (infer.server_slots, infer.server_threads, infer.server_ctx,
-     *        infer.server_dir, infer.server_port, infer.server_log, infer.server_idle, infer.server_binary), a
-     *        dead one is started again by the next request, and it stops when no process that used it is left.
-     *        The Model it returns runs as one from connect() (info()['shared'] is true); no other option may be
-     *        given with it. Throws ModelLoadException when the setting is empty, names another file, or the
-     *        server cannot start (with the end of its log).
+     *        infer.server_dir, infer.server_log, infer.server_idle, infer.server_binary,
+     *        infer.server_start_timeout), a dead one is started again by the next request, and it stops when no
+     *        process that used it is left. The Model it returns runs as one from connect() (info()['shared'] is
+     *        true); no other option may be given with it. Throws ModelLoadException when the setting is empty,
+     *        names another file, an infer.server_* setting is refused (named, with its value), the state
+     *        directory is not safe (docs/security.md), or the server cannot start (with the end of its log).
      *        An unknown key or a value of the wrong type or range throws.
      * @throws ModelLoadException
      */

@@ -12,6 +12,10 @@ pub mod common;
 pub mod engine;
 pub mod grammar;
 mod hashing;
+/// Directories shared between processes, opened and proven to be this
+/// user's (the shared server's state, the prompt store).
+#[cfg(feature = "engine")]
+pub mod private_dir;
 /// The HTTP backend (`Model::connect()`): llama-server and OpenAI-compatible
 /// servers.
 #[cfg(feature = "engine")]

@@ -360,4 +360,113 @@ final class PromptStoreTest extends InferTestCase
             $fpm->stop();
         }
     }
+
+    /** Run one process with a deadline; a process still running then is killed and the test fails. */
+    private function runWithin(float $seconds, array $job, array $flags = []): array
+    {
+        [$proc, $pipes] = $this->start($job, [], $flags);
+        $deadline = microtime(true) + $seconds;
+        // The exit code is reported once, by the first look after the exit.
+        while (($status = proc_get_status($proc))['running'] && microtime(true) < $deadline) {
+            usleep(50000);
+        }
+        if ($status['running']) {
+            proc_terminate($proc, SIGKILL);
+            proc_close($proc);
+            $this->fail("the process did not finish within $seconds s");
+        }
+        $out = stream_get_contents($pipes[1]);
+        $this->assertSame('', stream_get_contents($pipes[2]));
+        proc_close($proc);
+        $this->assertSame(0, $status['exitcode'], $out);
+        $lines = array_map(fn ($l) => json_decode($l, true, flags: JSON_THROW_ON_ERROR), explode("\n", trim($out)));
+        $stats = array_pop($lines);
+        return [$lines, $stats];
+    }
+
+    /**
+     * An entry whose header claims a state of 512 GiB (a sparse file, so
+     * that its length agrees), under a directory bound of 1 TiB: the model
+     * can need a few MiB for those tokens, so it is rejected before any
+     * allocation, removed, and the prompt is evaluated.
+     */
+    public function testAnEntryClaimingAHugeStateIsRejectedAndRemovedWithoutACrash(): void
+    {
+        $flags = ['-d', 'infer.prompt_cache_dir_mb=1048576'];
+        [[$first]] = $this->runSteps(['calls' => [[1, 'How are you?']]], flags: $flags);
+        $entry = $this->onlyEntry();
+        $bytes = (string) file_get_contents($entry);
+        $tokens = unpack('P', substr($bytes, 24, 8))[1];
+        $claim = 512 << 30;
+        $head = substr_replace(substr($bytes, 0, 44 + 4 * $tokens), pack('P', $claim), 32, 8);
+        file_put_contents($entry, $head);
+        $f = fopen($entry, 'r+');
+        ftruncate($f, 44 + 4 * $tokens + $claim);
+        fclose($f);
+        $this->assertSame(44 + 4 * $tokens + $claim, filesize($entry));
+        [[$second], $stats] = $this->runSteps(['calls' => [[1, 'How are you?']]], flags: $flags);
+        $this->assertSame('none', $second['cache']);
+        $this->assertSame($first['text'], $second['text']);
+        $this->assertSame([1, 0], [$stats['rejected'], $stats['hits']]);
+        $this->assertLessThan(100 << 20, filesize($this->onlyEntry()), 'the huge entry is gone; the prompt was stored anew');
+    }
+
+    /** A FIFO under an entry's name: a reader would wait for a writer forever. */
+    public function testAFifoInPlaceOfAnEntryDoesNotBlockALookup(): void
+    {
+        [[$first]] = $this->runSteps(['calls' => [[1, 'How are you?']]]);
+        $entry = $this->onlyEntry();
+        unlink($entry);
+        posix_mkfifo($entry, 0600);
+        [[$second], $stats] = $this->runWithin(60, ['calls' => [[1, 'How are you?']]]);
+        $this->assertSame('none', $second['cache']);
+        $this->assertSame($first['text'], $second['text']);
+        $this->assertSame(1, $stats['rejected']);
+        $this->assertFalse(filetype($entry) === 'fifo', 'the FIFO was removed');
+    }
+
+    /**
+     * Another user plants a link where the store's directory will be; it
+     * points to a directory of this user's: the store does not follow it
+     * (it used to, and wrote its entries there).
+     */
+    public function testALinkAnotherUserPlantedInPlaceOfTheDirectoryIsNotFollowed(): void
+    {
+        if (posix_getuid() !== 0) {
+            $this->fail('this test runs as root (as make test does), to act as another user');
+        }
+        $base = $this->store . '-sticky';
+        mkdir($base);
+        chmod($base, 01777);
+        $target = $this->store . '-target';
+        mkdir($target, 0700);
+        try {
+            $link = "$base/store";
+            $nobody = posix_getpwnam('nobody');
+            exec("setpriv --reuid={$nobody['uid']} --regid={$nobody['gid']} --clear-groups ln -s " . escapeshellarg($target) . ' ' . escapeshellarg($link) . ' 2>&1', $out, $status);
+            $this->assertSame(0, $status, implode("\n", $out));
+            $this->store = $link;
+            [[$call], $stats] = $this->runSteps(['calls' => [[1, 'How are you?']]]);
+            $this->assertSame('none', $call['cache']);
+            $this->assertSame("$link not used: passes through the symbolic link $link; give the directory's real path", $stats['store']);
+            $this->assertSame(['.', '..'], scandir($target), 'nothing written where the link points');
+        } finally {
+            exec('rm -rf ' . escapeshellarg($base) . ' ' . escapeshellarg($target));
+        }
+    }
+
+    /** Applications separated by `infer.prompt_cache_namespace` (per PHP-FPM pool) never share an entry. */
+    public function testNamespacesDoNotShareEntries(): void
+    {
+        $in = fn (string $ns) => ['-d', "infer.prompt_cache_namespace=$ns"];
+        [[$shop]] = $this->runSteps(['calls' => [[1, 'How are you?']]], flags: $in('shop'));
+        $this->assertSame('none', $shop['cache']);
+        [[$blog], $stats] = $this->runSteps(['calls' => [[1, 'How are you?']]], flags: $in('blog'));
+        $this->assertSame('none', $blog['cache'], "another namespace does not see the shop's entry");
+        $this->assertSame([0, 1], [$stats['hits'], $stats['writes']]);
+        [[$again], $stats] = $this->runSteps(['calls' => [[1, 'How are you?']]], flags: $in('shop'));
+        $this->assertSame('shared', $again['cache'], 'the same namespace does');
+        $this->assertSame($shop['text'], $again['text']);
+        $this->assertCount(2, $this->entries());
+    }
 }

@@ -32,6 +32,8 @@ final class SharedServerTest extends InferTestCase
     private const THREADS = 2;
 
     private string $dir = '';
+    /** The state directory's path at the start, which scratch directories are named after. */
+    private string $base = '';
     /** @var list<int> servers to stop at the end, whatever happened */
     private array $servers = [];
 
@@ -40,6 +42,7 @@ final class SharedServerTest extends InferTestCase
         parent::setUp();
         self::requireExtension('posix');
         $this->dir = sys_get_temp_dir() . '/infer-shared-test-' . getmypid() . '-' . bin2hex(random_bytes(4));
+        $this->base = $this->dir;
     }
 
     protected function tearDown(): void
@@ -54,8 +57,10 @@ final class SharedServerTest extends InferTestCase
                 @posix_kill($pid, SIGKILL);
             }
         }
-        if ($this->dir !== '' && is_dir($this->dir)) {
-            exec('rm -rf ' . escapeshellarg($this->dir));
+        foreach ([$this->dir, ...$this->scratches] as $path) {
+            if ($path !== '' && (is_dir($path) || is_link($path))) {
+                exec('rm -rf ' . escapeshellarg($path));
+            }
         }
         parent::tearDown();
     }
@@ -90,16 +95,25 @@ final class SharedServerTest extends InferTestCase
      */
     private function steps(array $steps, array $ini = [], ?string $path = null): array
     {
-        $proc = proc_open($this->command($this->ini($ini), $steps, $path), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        return self::jsonLinesOf($proc, $pipes);
+        // With a deadline: a process that leaked its pipes to a server that
+        // never stops would hold the test forever.
+        [$answers, $stderr, $finished] = $this->stepsWithin(300, $steps, $ini, null, $path);
+        $this->assertTrue($finished, 'the steps finished within 300 s');
+        $this->assertSame('', $stderr, 'nothing on stderr');
+        return $answers;
     }
 
-    /** @return array{supervisor: int, server: int, port: int}|null */
+    /** @return array{supervisor: int, server: int}|null the pids of the supervisor's record */
     private function record(): ?array
     {
-        $text = @file_get_contents($this->dir . '/server.json');
+        // Only a regular file: opening a FIFO would wait for a writer.
+        $path = $this->dir . '/server.json';
+        $text = is_file($path) && !is_link($path) ? @file_get_contents($path) : false;
         $record = $text === false ? null : json_decode($text, true);
-        return is_array($record) ? $record : null;
+        if (!is_array($record)) {
+            return null;
+        }
+        return ['supervisor' => $record['supervisor']['pid'], 'server' => $record['server']['pid']];
     }
 
     private static function alive(int $pid): bool
@@ -356,19 +370,8 @@ final class SharedServerTest extends InferTestCase
         // The socket is the user's alone, in a directory only the user enters.
         $this->assertSame(0700, fileperms($this->dir) & 0777);
         $this->assertSame(0600, fileperms($this->dir . '/server.sock') & 0777);
+        $this->assertSame(0700, fileperms($this->dir . '/clients') & 0777);
         $this->assertSame(0600, fileperms($this->dir . '/key') & 0777);
-    }
-
-    public function testOnATcpPortTheServerAnswersNobodyWithoutTheKey(): void
-    {
-        $port = Support\free_port();
-        $first = $this->steps(['chat'], ['infer.server_port' => (string) $port])[0];
-        $this->assertOk($first);
-        $this->assertSame("http://127.0.0.1:$port", $first['info']['url']);
-        $this->assertFileDoesNotExist($this->dir . '/server.sock');
-        // The process has gone: the server waits out its grace time.
-        $body = @file_get_contents("http://127.0.0.1:$port/v1/models", false, stream_context_create(['http' => ['ignore_errors' => true]]));
-        $this->assertStringContainsString('401', $http_response_header[0] ?? '(no answer)', (string) $body);
     }
 
     public function testARemovedSocketGetsANewServer(): void
@@ -436,5 +439,291 @@ final class SharedServerTest extends InferTestCase
         [$answer] = $this->steps(['chat'], ['infer.server_binary' => '/nonexistent/llama-server']);
         $this->assertStringStartsWith("Displace\\Infer\\ModelLoadException: the shared server's llama-server /nonexistent/llama-server cannot be run: No such file or directory", $answer['error']);
         $this->assertNull($this->record());
+    }
+
+    /**
+     * Run the steps with a deadline; a process still running then is killed
+     * (a hang fails the test instead of holding the suite).
+     *
+     * @return array{0: list<array<string, mixed>>, 1: string, 2: bool} the answers, stderr, and whether it finished in time
+     */
+    private function stepsWithin(float $seconds, array $steps, array $ini = [], ?array $env = null, ?string $path = null): array
+    {
+        $proc = proc_open($this->command($this->ini($ini), $steps, $path), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, null, $env);
+        stream_set_blocking($pipes[1], false);
+        stream_set_blocking($pipes[2], false);
+        [$out, $err] = ['', ''];
+        $deadline = microtime(true) + $seconds;
+        // Until the process exits (its pipes may stay open in a process it
+        // leaked them to: they are read, not waited on), the exit status
+        // reported once by the first look after it.
+        while (($status = proc_get_status($proc))['running'] && microtime(true) < $deadline) {
+            $out .= stream_get_contents($pipes[1]);
+            $err .= stream_get_contents($pipes[2]);
+            usleep(50000);
+        }
+        $finished = !$status['running'] && $status['exitcode'] === 0;
+        if ($status['running']) {
+            proc_terminate($proc, SIGKILL);
+        }
+        $out .= stream_get_contents($pipes[1]);
+        $err .= stream_get_contents($pipes[2]);
+        proc_close($proc);
+        $lines = array_filter(explode("\n", trim($out)), fn ($l) => $l !== '');
+        return [array_map(fn ($l) => json_decode($l, true), array_values($lines)), $err, $finished];
+    }
+
+    /** A directory of this test's, removed at the end (test directories that are not the state directory). */
+    private function scratch(string $name, int $mode = 0755): string
+    {
+        $path = $this->base . '-' . $name;
+        mkdir($path);
+        chmod($path, $mode);
+        $this->scratches[] = $path;
+        return $path;
+    }
+
+    /** @var list<string> */
+    private array $scratches = [];
+
+    /** @return list<string> the names of a running process's environment */
+    private static function environmentOf(int $pid): array
+    {
+        $environ = (string) file_get_contents("/proc/$pid/environ");
+        return array_values(array_map(fn ($kv) => explode('=', $kv, 2)[0], array_filter(explode("\0", $environ))));
+    }
+
+    /** @return list<string> what a running process's descriptors above 2 point to */
+    private static function descriptorsOf(int $pid): array
+    {
+        $targets = [];
+        foreach (scandir("/proc/$pid/fd") ?: [] as $fd) {
+            if (ctype_digit($fd) && (int) $fd > 2) {
+                $targets[] = (string) @readlink("/proc/$pid/fd/$fd");
+            }
+        }
+        return $targets;
+    }
+
+    private function asNobody(string $command): void
+    {
+        if (posix_getuid() !== 0) {
+            $this->fail('this test runs as root (as make test does), to act as another user');
+        }
+        $nobody = posix_getpwnam('nobody');
+        exec("setpriv --reuid={$nobody['uid']} --regid={$nobody['gid']} --clear-groups sh -c " . escapeshellarg($command) . ' 2>&1', $out, $status);
+        $this->assertSame(0, $status, implode("\n", $out));
+    }
+
+    /** A shared object that, loaded into any process, leaves a file behind. */
+    private function preloadLibrary(string $marker): string
+    {
+        $dir = $this->scratch('preload');
+        file_put_contents("$dir/mark.c", '#include <stdio.h>
+__attribute__((constructor)) static void mark(void) { FILE *f = fopen("' . $marker . '", "a"); if (f) { fputs("loaded\n", f); fclose(f); } }');
+        exec('cc -shared -fPIC -o ' . escapeshellarg("$dir/mark.so") . ' ' . escapeshellarg("$dir/mark.c") . ' 2>&1', $out, $status);
+        $this->assertSame(0, $status, implode("\n", $out));
+        return "$dir/mark.so";
+    }
+
+    public function testAScriptsEnvironmentReachesNeitherTheSupervisorNorTheServer(): void
+    {
+        $real = $this->scratch('tmp');
+        $evil = $this->scratch('evil', 0777);
+        $marker = $this->scratch('marks') . '/preloaded';
+        $so = $this->preloadLibrary($marker);
+        // The default state directory: in the TMPDIR PHP started with.
+        $ini = $this->ini();
+        unset($ini['infer.server_dir']);
+        $this->dir = "$real/infer-server-" . posix_geteuid();
+        $env = ['TMPDIR' => $real, 'PATH' => (string) getenv('PATH'), 'LANG' => 'C'];
+        $cmd = [PHP_BINARY, '-d', 'extension=' . DefaultModel::extension()];
+        foreach ($ini as $name => $value) {
+            array_push($cmd, '-d', "$name=$value");
+        }
+        $cmd = array_merge($cmd, [__DIR__ . '/support/shared-steps.php', self::modelPath(), "putenv:$so:$evil", 'chat', 'wait', 'wait']);
+        $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, null, $env);
+        fgets($pipes[1]);
+        $chat = json_decode((string) fgets($pipes[1]), true);
+        $this->assertOk($chat);
+        $record = $this->record();
+        $this->assertNotNull($record, "the state directory is in the TMPDIR PHP started with ($real), not the script's");
+        foreach (['supervisor', 'server'] as $who) {
+            $names = self::environmentOf($record[$who]);
+            $this->assertSame([], array_values(array_diff($names, ['PATH', 'LANG', 'LC_ALL', 'TZ', 'CUDA_VISIBLE_DEVICES', 'HIP_VISIBLE_DEVICES', 'GGML_VK_VISIBLE_DEVICES'])), "$who: " . implode(' ', $names));
+            $this->assertContains('PATH', $names, "$who keeps what PHP started with");
+        }
+        self::jsonLinesOf($proc, $pipes);
+        $this->assertFileDoesNotExist($marker, 'the library a script preloaded never ran');
+        $this->assertSame(['.', '..'], scandir($evil), "nothing was created in the script's TMPDIR");
+        $this->assertSame($chat['info']['server_pid'], $record['server']);
+    }
+
+    public function testDescriptorsOpenAtTheStartAreNotInheritedBySupervisorOrServer(): void
+    {
+        $proc = proc_open($this->command($this->ini(), ['hold-fds', 'chat', 'wait', 'wait']), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        $held = json_decode((string) fgets($pipes[1]), true)['held'];
+        $this->assertOk(json_decode((string) fgets($pipes[1]), true));
+        $this->assertCount(2, $held, 'a file and a socket were open in PHP at the start');
+        $this->assertCount(1, preg_grep('/^socket:\[\d+\]$/', $held));
+        $record = $this->record();
+        $this->assertNotNull($record);
+        foreach (['supervisor', 'server'] as $who) {
+            $theirs = self::descriptorsOf($record[$who]);
+            $this->assertNotSame([], $theirs, "$who's descriptors can be read");
+            $this->assertSame([], array_values(array_intersect($held, $theirs)), "$who: " . implode(' ', $theirs));
+            $stat = (string) file_get_contents('/proc/' . $record[$who] . '/stat');
+            $fields = explode(' ', substr($stat, strrpos($stat, ')') + 2));
+            $this->assertNotSame((string) getmypid(), $fields[2], "$who is not in the test's process group");
+        }
+        self::jsonLinesOf($proc, $pipes);
+    }
+
+    public function testATcpPortIsRefusedAndASquatterOnItGetsNothing(): void
+    {
+        $squatter = stream_socket_server('tcp://127.0.0.1:0');
+        $port = (int) substr((string) stream_socket_get_name($squatter, false), strlen('127.0.0.1:'));
+        [[$answer], $stderr, $finished] = $this->stepsWithin(60, ['chat'], ['infer.server_port' => (string) $port]);
+        $this->assertTrue($finished);
+        $why = "php.ini infer.server_port = \"$port\" is refused: the shared server listens only on the Unix socket in its state directory (a TCP port on 127.0.0.1 can be taken first by another local user, who would then get the key and every prompt); remove the setting";
+        $this->assertSame("Displace\\Infer\\ModelLoadException: $why", $answer['error']);
+        $this->assertStringContainsString("PHP Warning:  PHP Startup: infer: $why; the shared server stays off", $stderr);
+        stream_set_blocking($squatter, false);
+        $this->assertFalse(@stream_socket_accept($squatter, 0), 'nothing connected to the squatter');
+        $this->assertNull($this->record(), 'no server was started');
+    }
+
+    public function testUnrelatedProcessesARecordNamesAreNeverSignalledAndTheServerStarts(): void
+    {
+        $sleeper = proc_open(['sleep', '120'], [], $pipes);
+        $pid = proc_get_status($sleeper)['pid'];
+        try {
+            $tag = implode('|', [self::modelPath(), self::SLOTS, self::THREADS, self::CTX, LlamaServer::binary(), 0]);
+            $stat = (string) file_get_contents("/proc/$pid/stat");
+            $start = (int) explode(' ', substr($stat, strrpos($stat, ')') + 2))[19];
+            $boot = trim((string) file_get_contents('/proc/sys/kernel/random/boot_id'));
+            $records = [
+                'bare pids (the layout before start times)' => ['supervisor' => $pid, 'server' => $pid, 'port' => 0, 'tag' => $tag],
+                'the pid of another process than the one started' => ['supervisor' => ['pid' => $pid, 'start' => $start + 1], 'server' => ['pid' => $pid, 'start' => $start + 1], 'boot' => $boot, 'tag' => $tag],
+                'a process of another boot' => ['supervisor' => ['pid' => $pid, 'start' => $start], 'server' => ['pid' => $pid, 'start' => $start], 'boot' => 'another-boot', 'tag' => $tag],
+            ];
+            foreach ($records as $what => $record) {
+                @mkdir($this->dir, 0700);
+                file_put_contents("{$this->dir}/server.json", json_encode($record));
+                chmod("{$this->dir}/server.json", 0600);
+                [$answer] = $this->steps(['chat']);
+                $this->assertOk($answer);
+                $this->assertNotSame($pid, $answer['info']['server_pid'], $what);
+                $this->assertTrue(self::alive($pid) && proc_get_status($sleeper)['running'], "$what: the unrelated process was not signalled");
+                $this->servers[] = $answer['info']['server_pid'];
+                $this->waitUntilGone($answer['info']['server_pid'], 8);
+            }
+        } finally {
+            proc_terminate($sleeper, SIGKILL);
+            proc_close($sleeper);
+        }
+    }
+
+    public function testAClientsPidTakenByAnotherProcessDoesNotKeepTheServerAlive(): void
+    {
+        $sleeper = proc_open(['sleep', '120'], [], $pipes);
+        $pid = proc_get_status($sleeper)['pid'];
+        try {
+            // A client that exited, whose pid the sleeper has now.
+            mkdir($this->dir, 0700);
+            mkdir("{$this->dir}/clients", 0700);
+            file_put_contents("{$this->dir}/clients/$pid", '1');
+            chmod("{$this->dir}/clients/$pid", 0600);
+            [$answer] = $this->steps(['chat']);
+            $this->assertOk($answer);
+            $this->assertTrue($this->waitUntilGone($answer['info']['server_pid'], 10), 'the server stops once its real clients are gone');
+            $this->assertTrue(proc_get_status($sleeper)['running']);
+            $this->assertStringContainsString('infer-serve: stopping llama-server: no client process is left', (string) file_get_contents("{$this->dir}/server.log"));
+        } finally {
+            proc_terminate($sleeper, SIGKILL);
+            proc_close($sleeper);
+        }
+    }
+
+    public function testASocketThatRefusesConnectionsGetsANewServer(): void
+    {
+        $proc = proc_open($this->command($this->ini(), ['chat', 'wait', 'chat']), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        $first = json_decode((string) fgets($pipes[1]), true);
+        $this->assertOk($first);
+        $this->servers[] = $first['info']['server_pid'];
+        // The socket replaced by one nobody listens on.
+        $socket = "{$this->dir}/server.sock";
+        unlink($socket);
+        fclose(stream_socket_server("unix://$socket"));
+        $this->assertFileExists($socket);
+        [, $second] = self::jsonLinesOf($proc, $pipes);
+        $this->assertOk($second);
+        $this->assertNotSame($first['info']['server_pid'], $second['info']['server_pid']);
+        $this->assertTrue($this->waitUntilGone($first['info']['server_pid'], 8), 'the server that no longer answered was stopped');
+        $this->assertSame($first['text'], $second['text']);
+    }
+
+    public function testAFifoInPlaceOfTheRecordDoesNotHangALoad(): void
+    {
+        mkdir($this->dir, 0700);
+        posix_mkfifo("{$this->dir}/server.json", 0600);
+        [[$answer], $stderr, $finished] = $this->stepsWithin(90, ['chat']);
+        $this->assertTrue($finished, 'the load finished');
+        $this->assertSame('', $stderr);
+        $this->assertOk($answer);
+        $this->assertNotNull($this->record(), 'the supervisor wrote its record in place of the FIFO');
+    }
+
+    public function testAHeldLockFailsTheLoadAfterABoundedWaitNamingTheSetting(): void
+    {
+        mkdir($this->dir, 0700);
+        $lock = fopen("{$this->dir}/lock", 'c');
+        chmod("{$this->dir}/lock", 0600);
+        $this->assertTrue(flock($lock, LOCK_EX));
+        $begin = microtime(true);
+        [[$answer], , $finished] = $this->stepsWithin(60, ['chat'], ['infer.server_start_timeout' => '1']);
+        $this->assertTrue($finished);
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} is locked by another process for over 11 s (php.ini infer.server_start_timeout, plus 10 s)", $answer['error']);
+        $this->assertGreaterThanOrEqual(11, microtime(true) - $begin);
+        fclose($lock);
+    }
+
+    public function testAStateDirectoryAnotherUserCreatedFirstIsNeverAdopted(): void
+    {
+        $base = $this->scratch('sticky', 01777);
+        $this->dir = "$base/state";
+        $this->asNobody('mkdir -m 0700 ' . escapeshellarg($this->dir));
+        [$answer] = $this->steps(['chat']);
+        $nobody = posix_getpwnam('nobody')['uid'];
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} belongs to user $nobody, not to this process's user 0", $answer['error']);
+    }
+
+    public function testAParentAnotherUserOwnsOrMayWriteToIsRefused(): void
+    {
+        $base = $this->scratch('sticky', 01777);
+        // Another user's directory on the way: it could rename ours away.
+        $this->asNobody('mkdir -m 0755 ' . escapeshellarg("$base/theirs"));
+        $this->dir = "$base/theirs/state";
+        [$answer] = $this->steps(['chat']);
+        $nobody = posix_getpwnam('nobody')['uid'];
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} is inside $base/theirs, which belongs to user $nobody (neither root nor this process's user), who could move it away", $answer['error']);
+        $this->assertDirectoryDoesNotExist($this->dir, 'nothing was created there');
+        // A directory anyone may write to, without the sticky bit.
+        $open = $this->scratch('open', 0777);
+        $this->dir = "$open/state";
+        [$answer] = $this->steps(['chat']);
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} is inside $open, which other users can write to without the sticky bit (mode 777): they could move it away", $answer['error']);
+        $this->assertDirectoryDoesNotExist($this->dir);
+    }
+
+    public function testALinkPlantedInPlaceOfTheStateDirectoryIsNotFollowed(): void
+    {
+        $base = $this->scratch('sticky', 01777);
+        $target = $this->scratch('target', 0700);
+        $this->dir = "$base/state";
+        $this->asNobody('ln -s ' . escapeshellarg($target) . ' ' . escapeshellarg($this->dir));
+        [$answer] = $this->steps(['chat']);
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} passes through the symbolic link {$this->dir}; give the directory's real path", $answer['error']);
+        $this->assertSame(['.', '..'], scandir($target), 'nothing written where the link points');
     }
 }

@@ -6,8 +6,9 @@
 //! - leaves that process at once (it forks, and the parent exits, so that the
 //!   PHP worker reaps it and never waits for it), in a session of its own;
 //! - starts llama-server with its output appended to the log file, and writes
-//!   `server.json` in the state directory (its pid, the server's, the port,
-//!   the settings' tag) atomically, mode 0600;
+//!   `server.json` in the state directory (itself and the server, each as
+//!   pid and start time, the boot, the settings' tag) atomically, mode
+//!   0600;
 //! - every quarter of a second: when the server has exited, it marks
 //!   `server.json` so (`"exited"`) and exits (the next request starts a new
 //!   one); when the
@@ -16,18 +17,24 @@
 //!   the server for the idle time (the `used` file's age), or on SIGTERM, it
 //!   stops the server (SIGTERM, then SIGKILL after five seconds) and exits.
 //!
-//! Usage: `infer-serve --dir DIR --port N [--socket PATH] --tag TAG --idle
-//! SECONDS --log FILE -- LLAMA_SERVER ARGS...` (`--socket`: the Unix socket
-//! the server listens on, made mode 0600 as soon as it exists). It takes no other input and serves
+//! Usage: `infer-serve --dir DIR --tag TAG --idle SECONDS --log FILE --
+//! LLAMA_SERVER ARGS...` (llama-server listens on `server.sock` in DIR, made
+//! mode 0600 as soon as it exists). It takes no other input and serves
 //! nothing itself.
+//!
+//! It trusts nothing it did not make: it closes every descriptor it was
+//! given besides 0-2 before anything else, passes llama-server only the
+//! allowed variables of its environment, reaches the state directory
+//! through a descriptor proven to be its user's, and counts a client only
+//! while the process with its pid is the one that registered (its start
+//! time).
 
 use std::ffi::OsString;
 use std::fs;
 use std::io::Write as _;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::os::unix::process::CommandExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -38,8 +45,15 @@ const TICK: Duration = Duration::from_millis(250);
 /// How long a stopping server gets before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-#[path = "../remote/private_file.rs"]
-mod private_file;
+#[path = "../private_dir.rs"]
+#[allow(dead_code)]
+mod private_dir;
+#[path = "../remote/shared_state.rs"]
+#[allow(dead_code)]
+mod shared_state;
+
+use private_dir::{PrivateDir, Rule};
+use shared_state::{self as state, ProcessId, ServerRecord};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -49,8 +63,6 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 struct Args {
     dir: PathBuf,
-    port: u16,
-    socket: Option<PathBuf>,
     tag: String,
     idle: u64,
     log: PathBuf,
@@ -59,8 +71,7 @@ struct Args {
 
 fn parse() -> Result<Args, String> {
     let mut it = std::env::args_os().skip(1);
-    let (mut dir, mut port, mut tag, mut idle, mut log) = (None, None, None, 0u64, None);
-    let mut socket = None;
+    let (mut dir, mut tag, mut idle, mut log) = (None, None, 0u64, None);
     let mut server = Vec::new();
     while let Some(arg) = it.next() {
         let arg = arg.to_string_lossy().into_owned();
@@ -72,16 +83,7 @@ fn parse() -> Result<Args, String> {
         match arg.as_str() {
             "--dir" => dir = Some(PathBuf::from(value)),
             "--log" => log = Some(PathBuf::from(value)),
-            "--socket" => socket = Some(PathBuf::from(value)),
             "--tag" => tag = Some(value.to_string_lossy().into_owned()),
-            "--port" => {
-                port = Some(
-                    value
-                        .to_string_lossy()
-                        .parse()
-                        .map_err(|_| "--port needs a port number".to_owned())?,
-                )
-            }
             "--idle" => {
                 idle = value
                     .to_string_lossy()
@@ -91,21 +93,21 @@ fn parse() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    match (dir, port, tag, log, server.is_empty()) {
-        (Some(dir), Some(port), Some(tag), Some(log), false) => Ok(Args {
+    match (dir, tag, log, server.is_empty()) {
+        (Some(dir), Some(tag), Some(log), false) => Ok(Args {
             dir,
-            port,
-            socket,
             tag,
             idle,
             log,
             server,
         }),
-        _ => Err("usage: infer-serve --dir DIR --port N [--socket PATH] --tag TAG --idle SECONDS --log FILE -- LLAMA_SERVER ARGS...".to_owned()),
+        _ => Err("usage: infer-serve --dir DIR --tag TAG --idle SECONDS --log FILE -- LLAMA_SERVER ARGS...".to_owned()),
     }
 }
 
 fn main() -> ExitCode {
+    // Whatever descriptors the starting process left open are not ours.
+    state::shut_descriptors_from(3, state::Shut::Now);
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
@@ -141,38 +143,46 @@ fn main() -> ExitCode {
 }
 
 fn supervise(args: &Args) -> Result<(), String> {
+    let dir = PrivateDir::open(&args.dir, Rule::Private, false)
+        .map_err(|p| format!("the state directory {} {p}", args.dir.display()))?;
+    let clients = dir
+        .subdir(state::CLIENTS, Rule::Private)
+        .map_err(|p| format!("the state directory's {}/ {p}", state::CLIENTS))?;
     let log = fs::OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(&args.log)
         .map_err(|e| format!("cannot open the log {}: {e}", args.log.display()))?;
     let err = log.try_clone().map_err(|e| e.to_string())?;
     let mut server = Command::new(&args.server[0]);
-    server
-        .args(&args.server[1..])
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err)
-        .process_group(0);
+    server.args(&args.server[1..]).stdout(log).stderr(err);
+    state::start_clean(&mut server, &state::allowed_env(std::env::vars_os()));
     // Whatever llama-server creates (its Unix socket) is this user's alone.
     // SAFETY: umask has no failure mode.
     unsafe { libc::umask(0o077) };
     let mut child = server
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", args.server[0].to_string_lossy()))?;
-    let me = std::process::id();
-    let mut record = serde_json::json!({
-        "supervisor": me,
-        "server": child.id(),
-        "port": args.port,
-        "tag": args.tag,
-    });
-    if let Err(e) =
-        private_file::write_private(&args.dir.join("server.json"), record.to_string().as_bytes())
-    {
+    // The child cannot be reaped before we wait for it: its pid is its own.
+    let identities = ProcessId::me().zip(ProcessId::of(child.id()));
+    let Some((me, server_id)) = identities else {
         stop(&mut child);
-        return Err(format!("cannot write server.json: {e}"));
+        return Err(
+            "cannot read this process's or llama-server's start time from /proc".to_owned(),
+        );
+    };
+    let mut record = ServerRecord {
+        supervisor: me,
+        server: server_id,
+        boot: state::boot_id(),
+        tag: args.tag.clone(),
+        exited: None,
+    };
+    if let Err(e) = dir.write_atomic(state::RECORD, record.to_json().as_bytes()) {
+        stop(&mut child);
+        return Err(format!("cannot write {}: {e}", state::RECORD));
     }
     let mut orphaned_since: Option<Instant> = None;
     let mut socket_private = false;
@@ -185,33 +195,32 @@ fn supervise(args: &Args) -> Result<(), String> {
                 &format!("infer-serve: llama-server exited ({status})"),
             );
             // The record stays, marked, for the process waiting for the start
-            // (it reports the log) and for the next request (it starts anew
-            // without signalling pids that may have been reused).
-            if names(&args.dir, me) {
-                if let Some(map) = record.as_object_mut() {
-                    map.insert("exited".to_owned(), status.to_string().into());
-                }
-                let _marked = private_file::write_private(
-                    &args.dir.join("server.json"),
-                    record.to_string().as_bytes(),
-                )
-                .is_ok();
+            // (it reports the log) and for the next request (it starts anew).
+            if names(&dir, me) {
+                record.exited = Some(status.to_string());
+                let _marked = dir
+                    .write_atomic(state::RECORD, record.to_json().as_bytes())
+                    .is_ok();
             }
             return Ok(());
         }
-        if let (Some(path), false) = (&args.socket, socket_private) {
+        if !socket_private {
             // Mode 0600 once it exists (the umask already kept others out).
-            socket_private = fs::set_permissions(path, fs::Permissions::from_mode(0o600)).is_ok();
+            socket_private = fs::set_permissions(
+                dir.join(state::SOCKET),
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
+            )
+            .is_ok();
         }
         let why = if STOP.load(Ordering::SeqCst) {
             Some("stopped by a signal".to_owned())
-        } else if !names(&args.dir, me) {
+        } else if !dir.still_named() || !names(&dir, me) {
             Some("the state directory no longer names this server".to_owned())
         } else if let Some(idle) =
-            idle_for(&args.dir, started).filter(|d| args.idle > 0 && d.as_secs() >= args.idle)
+            idle_for(&dir, started).filter(|d| args.idle > 0 && d.as_secs() >= args.idle)
         {
             Some(format!("unused for {} s", idle.as_secs()))
-        } else if live_clients(&args.dir) == 0 {
+        } else if live_clients(&clients) == 0 {
             let since = *orphaned_since.get_or_insert_with(Instant::now);
             (since.elapsed() >= ORPHAN_GRACE).then(|| "no client process is left".to_owned())
         } else {
@@ -224,7 +233,9 @@ fn supervise(args: &Args) -> Result<(), String> {
                 &format!("infer-serve: stopping llama-server: {why}"),
             );
             stop(&mut child);
-            forget(&args.dir, me);
+            if names(&dir, me) {
+                let _gone = dir.remove(state::RECORD).is_ok();
+            }
             return Ok(());
         }
     }
@@ -233,7 +244,7 @@ fn supervise(args: &Args) -> Result<(), String> {
 /// SIGTERM, then SIGKILL after [`STOP_GRACE`].
 fn stop(child: &mut Child) {
     if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: signalling our own child.
+        // SAFETY: signalling our own child, not yet reaped.
         unsafe { libc::kill(pid, libc::SIGTERM) };
     }
     let begin = Instant::now();
@@ -248,55 +259,52 @@ fn stop(child: &mut Child) {
 }
 
 /// Whether `server.json` still names this supervisor.
-fn names(dir: &Path, me: u32) -> bool {
-    fs::read_to_string(dir.join("server.json"))
+fn names(dir: &PrivateDir, me: ProcessId) -> bool {
+    dir.read_small(state::RECORD, state::MAX_STATE_FILE)
         .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .and_then(|v| v.get("supervisor").and_then(serde_json::Value::as_u64))
-        == Some(u64::from(me))
-}
-
-/// Remove `server.json` if it names this supervisor.
-fn forget(dir: &Path, me: u32) {
-    if names(dir, me) {
-        let _gone = fs::remove_file(dir.join("server.json")).is_ok();
-    }
+        .and_then(|text| ServerRecord::parse(&text))
+        .is_some_and(|r| r.supervisor == me)
 }
 
 /// How long since a client last marked the server used; `None` until a
 /// client has marked it used since it started (the process that starts it
 /// marks it once it answers: a slow load is not idleness).
-fn idle_for(dir: &Path, started: SystemTime) -> Option<Duration> {
-    let used = fs::metadata(dir.join("used")).ok()?.modified().ok()?;
+fn idle_for(dir: &PrivateDir, started: SystemTime) -> Option<Duration> {
+    let st = dir.stat(state::USED).ok()?;
+    let used = SystemTime::UNIX_EPOCH
+        + Duration::new(
+            u64::try_from(st.st_mtime).ok()?,
+            u32::try_from(st.st_mtime_nsec).ok()?,
+        );
     if used < started {
         return None;
     }
     SystemTime::now().duration_since(used).ok()
 }
 
-/// The registered clients still alive; the files of those gone are removed.
-fn live_clients(dir: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(dir.join("clients")) else {
+/// The registered clients still running (the very processes that
+/// registered); the registrations of those gone are removed.
+fn live_clients(clients: &PrivateDir) -> usize {
+    let Ok(names) = clients.names() else {
         return 0;
     };
     let mut alive = 0;
-    for entry in entries.flatten() {
-        let pid = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<libc::pid_t>().ok());
-        match pid {
-            // SAFETY: signal 0 only asks whether the process exists.
-            Some(pid) if pid > 0 && unsafe { libc::kill(pid, 0) } == 0 => alive += 1,
-            Some(pid)
-                if pid > 0
-                    && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) =>
-            {
-                alive += 1
-            }
-            _ => {
-                let _gone = fs::remove_file(entry.path()).is_ok();
-            }
+    for name in names {
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if name.starts_with('.') {
+            // A registration being written.
+            continue;
+        }
+        let client = clients
+            .read_small(name, 64)
+            .ok()
+            .and_then(|content| state::registered(name, &content));
+        if client.is_some_and(|c| c.running()) {
+            alive += 1;
+        } else {
+            let _gone = clients.remove(name).is_ok();
         }
     }
     alive
@@ -307,6 +315,7 @@ fn log_line(log: &Path, line: &str) {
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(log)
     {
         let _written = writeln!(f, "{line}").is_ok();

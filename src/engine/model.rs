@@ -22,7 +22,7 @@ use super::embed;
 use super::generate;
 use super::persistent::FileId;
 use super::prefix_cache;
-use super::prefix_store::ModelIdentity;
+use super::prefix_store::{ModelIdentity, StateBound};
 use super::sampler::{GrammarCache, GrammarSampler, Sampler};
 use super::session::Session;
 use super::shelf::{Fit, Shelf};
@@ -35,6 +35,27 @@ use crate::chat::{self, Message};
 use crate::common::error::{InferenceError, InferenceResult, List, LoadError};
 use crate::common::params::{Constraint, GenerateParams, LoadParams, Pooling, StopCheck};
 use crate::common::Generation;
+
+/// The most a saved sequence of `model` can take (the prompt store believes
+/// no entry beyond it): its attention's widest row — the embedding, or the
+/// heads times their key or value length, from the GGUF's metadata — for
+/// every layer.
+fn state_bound(model: &LlamaModel) -> StateBound {
+    let arch = model
+        .meta_val_str("general.architecture")
+        .unwrap_or_default();
+    let length = |what: &str| {
+        model
+            .meta_val_str(&format!("{arch}.attention.{what}_length"))
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let heads = u64::from(model.n_head().max(model.n_head_kv()).max(1));
+    let embd = u64::try_from(model.n_embd()).unwrap_or(0);
+    let width = embd.max(heads * length("key")).max(heads * length("value"));
+    StateBound::for_shape(model.n_layer(), width)
+}
 
 /// ggml's default polling level, kept for a pool of fixed size.
 const FIXED_POLL: u32 = 50;
@@ -160,6 +181,7 @@ impl Model {
                 n_vocab: model.n_vocab(),
                 n_layer: model.n_layer(),
                 n_embd: model.n_embd(),
+                bound: state_bound(&model),
             });
         let loaded = Self {
             model: Arc::new(model),

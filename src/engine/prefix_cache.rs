@@ -124,7 +124,13 @@ pub fn lookup(
     let found = owner
         .store_key(streams)
         .filter(|_| prompt.len() > floor + MIN_GAIN)
-        .and_then(|k| Some((k, prefix_store::find(k, prompt, max_len, floor + MIN_GAIN)?)));
+        .and_then(|k| {
+            let bound = owner.shared.as_ref()?.bound;
+            Some((
+                k,
+                prefix_store::find(k, bound, prompt, max_len, floor + MIN_GAIN)?,
+            ))
+        });
     let Some((store_key, found)) = found else {
         return Lookup {
             hit: memory,

@@ -10,7 +10,15 @@
 //! that can share a prefix with the prompt. The file repeats the key and
 //! the tokens in a header and ends in a CRC-32 of everything it holds; an
 //! entry that is truncated, damaged, written for another key or not ours is
-//! never restored (and removed when this user owns it).
+//! never restored, and removed. A state is never believed larger than the
+//! model can need for its tokens ([`StateBound`]), and its memory is
+//! reserved fallibly: a hostile length is a rejected entry, not an abort.
+//!
+//! The directory is reached as a [`PrivateDir`]: this user's, others may not
+//! write to it, no symbolic link on the way, every entry opened without
+//! following one and without blocking on a FIFO. Processes of different
+//! namespaces (`infer.prompt_cache_namespace`) never share an entry: the
+//! namespace is part of every key.
 //!
 //! Entries are written to a temporary file created with mode 0600 and
 //! renamed into place, so a reader sees a whole entry or none, and two
@@ -23,10 +31,8 @@
 //! empty.
 
 use std::ffi::CStr;
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -36,6 +42,7 @@ use llama_cpp_2::token::LlamaToken;
 use llama_cpp_sys_2 as sys;
 
 use super::persistent::FileId;
+use crate::private_dir::{PrivateDir, Rule};
 
 /// Default bound of the directory: about 55 prefixes of 400 tokens of
 /// SmolLM2-135M (23 KiB per token), 100 of a 0.5B model (12 KiB per token).
@@ -148,12 +155,50 @@ pub struct ModelIdentity {
     pub n_vocab: i32,
     pub n_layer: u32,
     pub n_embd: i32,
+    /// The most a saved sequence of this model can take.
+    pub bound: StateBound,
+}
+
+/// The most bytes a saved sequence state can take: `fixed` plus `per_token`
+/// for each token it holds. Derived from the model's shape with room to
+/// spare (it is a sanity bound, not the size): every layer's keys and
+/// values, as wide as the widest attention the model could have, in 32-bit
+/// floats, plus each cell's position and sequences, plus room for a
+/// recurrent state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateBound {
+    pub fixed: u64,
+    pub per_token: u64,
+}
+
+impl StateBound {
+    /// `width` is the widest of the model's embedding and its heads times
+    /// their key or value length.
+    pub fn for_shape(n_layer: u32, width: u64) -> StateBound {
+        let n_layer = u64::from(n_layer);
+        StateBound {
+            fixed: (1 << 20) + n_layer.saturating_mul(width).saturating_mul(4 * 128),
+            per_token: 64
+                + n_layer
+                    .saturating_mul(2)
+                    .saturating_mul(width)
+                    .saturating_mul(4),
+        }
+    }
+
+    pub fn max_for(&self, tokens: usize) -> u64 {
+        self.fixed
+            .saturating_add(self.per_token.saturating_mul(tokens as u64))
+    }
 }
 
 #[derive(Debug)]
 struct Store {
     dir: Option<Dir>,
     problem: Option<String>,
+    /// A setting refused by the binding: the store stays off, and says why.
+    refused: Option<(PathBuf, String)>,
+    namespace: String,
     limit: u64,
     stats: Stats,
 }
@@ -161,6 +206,8 @@ struct Store {
 static STORE: Mutex<Store> = Mutex::new(Store {
     dir: None,
     problem: None,
+    refused: None,
+    namespace: String::new(),
     limit: DEFAULT_LIMIT_BYTES,
     stats: Stats {
         dir: None,
@@ -186,9 +233,12 @@ fn store() -> MutexGuard<'static, Store> {
 
 /// Use the directory `dir` (empty: the store is off), bounded to
 /// `limit_bytes`, for prompts that add at least `min_tokens` to what it
-/// holds. Nothing is touched until the first lookup.
-pub fn configure(dir: &str, limit_bytes: u64, min_tokens: usize) {
+/// holds, sharing entries with the processes of `namespace` only. Nothing
+/// is touched until the first lookup.
+pub fn configure(dir: &str, limit_bytes: u64, min_tokens: usize, namespace: &str) {
     let mut s = store();
+    s.refused = None;
+    s.namespace = namespace.to_owned();
     let dir = (!dir.is_empty() && limit_bytes > 0).then(|| Dir {
         path: PathBuf::from(dir),
         limit: limit_bytes,
@@ -199,6 +249,14 @@ pub fn configure(dir: &str, limit_bytes: u64, min_tokens: usize) {
     }
     s.dir = dir;
     s.limit = limit_bytes;
+}
+
+/// Keep the store off because a setting is refused (`why` names it);
+/// `phpinfo()` shows it beside `dir`.
+pub fn refuse(dir: &str, why: String) {
+    let mut s = store();
+    s.dir = None;
+    s.refused = Some((PathBuf::from(dir), why));
 }
 
 /// The key of a model's states in contexts of `streams` KV streams;
@@ -220,6 +278,9 @@ pub fn key(model: &ModelIdentity, streams: u32) -> Option<u64> {
     h.u64(u64::from(model.n_layer));
     h.u64(model.n_embd as u64);
     h.u64(u64::from(streams));
+    let namespace = store().namespace.clone();
+    h.u64(namespace.len() as u64);
+    h.bytes(namespace.as_bytes());
     Some(h.0)
 }
 
@@ -269,11 +330,17 @@ fn own_file() -> Option<FileId> {
 
 /// Find the entry of `key` sharing the longest prefix with `prompt`, among
 /// those of at most `max_len` tokens, and load it when it shares at least
-/// `need` tokens. `None` when the store is off or its directory is not
+/// `need` tokens and its state is within `bound`. `None` when the store is off or its directory is not
 /// usable.
-pub fn find(key: u64, prompt: &[LlamaToken], max_len: usize, need: usize) -> Option<Lookup> {
+pub fn find(
+    key: u64,
+    bound: StateBound,
+    prompt: &[LlamaToken],
+    max_len: usize,
+    need: usize,
+) -> Option<Lookup> {
     let dir = usable_dir()?;
-    let (lookup, counts) = dir.find(key, prompt, max_len, need);
+    let (lookup, counts) = dir.find(key, bound, prompt, max_len, need);
     store().stats.add(&counts);
     Some(lookup)
 }
@@ -303,11 +370,20 @@ pub fn stats() -> Stats {
         let mut stats = s.stats.clone();
         stats.problem = s.problem.clone();
         stats.limit_bytes = s.limit;
+        if let Some((path, why)) = &s.refused {
+            stats.dir = Some(path.clone());
+            stats.problem = Some(why.clone());
+        }
         (s.dir.clone(), stats)
     };
-    stats.dir = dir.as_ref().map(|d| d.path.clone());
-    if let Some(dir) = dir.filter(|_| stats.problem.is_none()) {
-        for (_, size, _) in our_entries(&dir.path) {
+    if let Some(dir) = &dir {
+        stats.dir = Some(dir.path.clone());
+    }
+    let held = dir
+        .filter(|_| stats.problem.is_none())
+        .and_then(|d| d.open().ok());
+    if let Some(held) = held {
+        for (_, size, _) in our_entries(&held) {
             stats.bytes += size;
             stats.entries += 1;
         }
@@ -324,7 +400,7 @@ fn usable_dir() -> Option<Dir> {
     let verdict = if build_identity().is_none() {
         Err("the extension's own file cannot be identified".to_owned())
     } else {
-        check_dir(&dir.path)
+        dir.open().map(drop)
     };
     let ok = verdict.is_ok();
     store().problem = verdict.err();
@@ -366,9 +442,15 @@ impl Dir {
         len >= self.min_tokens && len - covered.min(len) >= self.min_tokens
     }
 
+    /// The directory, opened and checked (created mode 0700 when missing).
+    fn open(&self) -> Result<PrivateDir, String> {
+        PrivateDir::open(&self.path, Rule::NoOtherWriters, true).map_err(|p| p.to_string())
+    }
+
     fn find(
         &self,
         key: u64,
+        bound: StateBound,
         prompt: &[LlamaToken],
         max_len: usize,
         need: usize,
@@ -381,11 +463,18 @@ impl Dir {
         if prompt.len() < HEAD_TOKENS {
             return (lookup, counts);
         }
+        let Ok(held) = self.open() else {
+            return (lookup, counts);
+        };
+        let limits = Limits {
+            bytes: self.limit,
+            bound,
+        };
         let head = hash_tokens(&prompt[..HEAD_TOKENS]);
         // Every entry that may share a prefix with the prompt, and how much.
         let mut shared = Vec::new();
         let mut reads = 0;
-        for (path, name) in list(&self.path) {
+        for (file, name) in list(&held) {
             if name.key != key || name.head != head {
                 continue;
             }
@@ -396,24 +485,24 @@ impl Dir {
                     name.len
                 } else if reads < MAX_READ_PER_LOOKUP {
                     reads += 1;
-                    match read_tokens(&path, &name, self.limit) {
+                    match read_tokens(&held, &file, &name, limits) {
                         Ok(tokens) => common_prefix(&tokens, prompt),
-                        Err(reject) => {
-                            counts.rejected += reject.dispose(&path);
+                        Err(Reject) => {
+                            counts.rejected += dispose(&held, &file);
                             continue;
                         }
                     }
                 } else {
                     continue;
                 };
-            shared.push((common, path, name));
+            shared.push((common, file, name));
         }
         // The best first; those that fail to load no longer count.
         shared.sort_by_key(|c| std::cmp::Reverse(c.0));
         let mut usable = Vec::with_capacity(shared.len());
-        for (common, path, name) in shared {
+        for (common, file, name) in shared {
             if lookup.found.is_none() && name.len <= max_len && common >= need {
-                match load(&path, &name, self.limit, &prompt[..common]) {
+                match load(&held, &file, &name, limits, &prompt[..common]) {
                     Ok((tokens, state)) => {
                         lookup.found = Some(Found {
                             common,
@@ -421,8 +510,8 @@ impl Dir {
                             state,
                         });
                     }
-                    Err(reject) => {
-                        counts.rejected += reject.dispose(&path);
+                    Err(Reject) => {
+                        counts.rejected += dispose(&held, &file);
                         continue;
                     }
                 }
@@ -451,6 +540,10 @@ impl Dir {
         if !self.wants(tokens.len(), covered) || size as u64 > self.limit {
             return counts;
         }
+        let Ok(held) = self.open() else {
+            counts.failed_writes += 1;
+            return counts;
+        };
         let name = EntryName {
             key,
             head: hash_tokens(&tokens[..HEAD_TOKENS]),
@@ -467,58 +560,26 @@ impl Dir {
         header[32..40].copy_from_slice(&(state.len() as u64).to_le_bytes());
         let crc = checksum(&header[..40], &token_bytes, state);
         header[40..44].copy_from_slice(&crc.to_le_bytes());
-        let tmp = self.path.join(temporary_name());
-        let written = write_new(&tmp, &[&header, &token_bytes, state])
-            .and_then(|()| fs::rename(&tmp, self.path.join(name.to_string())));
+        let tmp = temporary_name();
+        let written = write_new(&held, &tmp, &[&header, &token_bytes, state])
+            .and_then(|()| held.rename(&tmp, &name.to_string()));
         if written.is_err() {
             // Whatever part of it exists is of no use to anyone.
-            let _removed = fs::remove_file(&tmp).is_ok();
+            let _removed = held.remove(&tmp).is_ok();
             counts.failed_writes += 1;
             return counts;
         }
         counts.writes += 1;
-        counts.evictions = evict(&self.path, self.limit);
+        counts.evictions = evict(&held, self.limit);
         counts
     }
 }
 
-fn check_dir(dir: &Path) -> Result<(), String> {
-    if !dir.is_absolute() {
-        return Err("not an absolute path".to_owned());
-    }
-    let meta = match fs::metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| format!("cannot be created: {e}"))?;
-            fs::metadata(dir).map_err(|e| e.to_string())?
-        }
-        other => other.map_err(|e| e.to_string())?,
-    };
-    if !meta.is_dir() {
-        return Err("not a directory".to_owned());
-    }
-    let me = euid();
-    if meta.uid() != me {
-        return Err(format!(
-            "owned by user {}, not by this process's user {me}",
-            meta.uid()
-        ));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "other users can write to it (mode {:o})",
-            meta.mode() & 0o777
-        ));
-    }
-    Ok(())
-}
-
-fn euid() -> u32 {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
+/// What an entry may claim: the directory's bound and the model's.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    bytes: u64,
+    bound: StateBound,
 }
 
 /// What an entry's name says: `{key}-{head}-{len}-{full}.kv`, hashes in
@@ -555,95 +616,102 @@ impl EntryName {
     }
 }
 
-/// The entries of `dir` by name (whatever they are: opening checks).
-fn list(dir: &Path) -> Vec<(PathBuf, EntryName)> {
-    let Ok(read) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    read.flatten()
-        .filter_map(|e| {
-            let name = EntryName::parse(e.file_name().to_str()?)?;
-            Some((e.path(), name))
-        })
-        .collect()
-}
-
-/// This user's regular entry files: path, size and modification time.
-fn our_entries(dir: &Path) -> Vec<(PathBuf, u64, SystemTime)> {
-    let me = euid();
-    list(dir)
+/// The entries of the directory by name (whatever they are: opening
+/// checks).
+fn list(held: &PrivateDir) -> Vec<(String, EntryName)> {
+    held.names()
+        .unwrap_or_default()
         .into_iter()
-        .filter_map(|(path, _)| {
-            let meta = fs::symlink_metadata(&path).ok()?;
-            (meta.is_file() && meta.uid() == me).then(|| {
-                let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                (path, meta.len(), modified)
-            })
+        .filter_map(|n| {
+            let n = n.into_string().ok()?;
+            let name = EntryName::parse(&n)?;
+            Some((n, name))
         })
         .collect()
 }
 
-/// Why an entry is not used.
-#[derive(Debug, PartialEq, Eq)]
-enum Reject {
-    /// Not a regular file of this user's: left alone.
-    NotOurs,
-    /// This user's, and not a whole entry of the key its name says.
-    Damaged,
+/// This user's regular entry files: name, size and modification time.
+fn our_entries(held: &PrivateDir) -> Vec<(String, u64, SystemTime)> {
+    let me = crate::private_dir::euid();
+    list(held)
+        .into_iter()
+        .filter_map(|(file, _)| {
+            let st = held.stat(&file).ok()?;
+            (st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_uid == me)
+                .then(|| (file, u64::try_from(st.st_size).unwrap_or(0), modified(&st)))
+        })
+        .collect()
 }
 
-impl Reject {
-    /// Remove a damaged entry; returns 1 (one entry rejected).
-    fn dispose(self, path: &Path) -> u64 {
-        if self == Reject::Damaged {
-            let _removed = fs::remove_file(path).is_ok();
-        }
-        1
-    }
+fn modified(st: &libc::stat) -> SystemTime {
+    let secs = u64::try_from(st.st_mtime).unwrap_or(0);
+    let nanos = u32::try_from(st.st_mtime_nsec).unwrap_or(0);
+    SystemTime::UNIX_EPOCH + Duration::new(secs, nanos)
+}
+
+/// An entry that is not used: not a whole regular file of this user's,
+/// closed to others, of the key its name says and within its limits.
+#[derive(Debug, PartialEq, Eq)]
+struct Reject;
+
+/// Remove a rejected entry (whatever it is — a link, a FIFO, another
+/// user's file: it stands in this user's directory under an entry's name
+/// and can never be used); returns 1 (one entry rejected).
+fn dispose(held: &PrivateDir, file: &str) -> u64 {
+    let _removed = held.remove(file).is_ok();
+    1
 }
 
 impl From<io::Error> for Reject {
     fn from(_: io::Error) -> Self {
-        Reject::Damaged
+        Reject
     }
 }
 
-/// Open an entry for reading and check that it is a regular file of this
-/// user's, readable by no one else, of the size its name allows; returns
-/// it with its header's token count and state length.
-fn open_entry(path: &Path, name: &EntryName, limit: u64) -> Result<(File, [u8; HEADER]), Reject> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|_| Reject::NotOurs)?;
-    let meta = file.metadata().map_err(|_| Reject::NotOurs)?;
-    if !meta.is_file() || meta.uid() != euid() || meta.mode() & 0o077 != 0 {
-        return Err(Reject::NotOurs);
-    }
+/// Open an entry for reading (a regular file of this user's, readable by no
+/// one else: [`PrivateDir::open_file`]) and check its header against its
+/// name, its size and the limits; returns it with its header.
+fn open_entry(
+    held: &PrivateDir,
+    file: &str,
+    name: &EntryName,
+    limits: Limits,
+) -> Result<(File, [u8; HEADER]), Reject> {
+    let mut opened = held.open_file(file, libc::O_RDONLY)?;
+    let len = opened.metadata()?.len();
     let mut header = [0u8; HEADER];
-    file.read_exact(&mut header)?;
+    opened.read_exact(&mut header)?;
     let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap_or_default());
     let n_tokens = word(24);
     let state_len = word(32);
     let expected = (HEADER as u64)
-        .checked_add(n_tokens.checked_mul(4).ok_or(Reject::Damaged)?)
+        .checked_add(n_tokens.checked_mul(4).ok_or(Reject)?)
         .and_then(|n| n.checked_add(state_len));
     let valid = &header[..8] == MAGIC
         && header[8..12] == VERSION.to_le_bytes()
         && word(16) == name.key
         && n_tokens == name.len as u64
         && state_len > 0
-        && expected == Some(meta.len())
-        && meta.len() <= limit;
+        && state_len <= limits.bound.max_for(name.len)
+        && expected == Some(len)
+        && len <= limits.bytes;
     if !valid {
-        return Err(Reject::Damaged);
+        return Err(Reject);
     }
-    Ok((file, header))
+    Ok((opened, header))
+}
+
+/// `n` bytes of memory for an entry, or a rejection where the allocator
+/// cannot give them (never an abort).
+fn buffer(n: usize) -> Result<Vec<u8>, Reject> {
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(n).map_err(|_| Reject)?;
+    bytes.resize(n, 0);
+    Ok(bytes)
 }
 
 fn read_token_bytes(file: &mut File, n: usize) -> Result<(Vec<LlamaToken>, Vec<u8>), Reject> {
-    let mut bytes = vec![0u8; 4 * n];
+    let mut bytes = buffer(n.checked_mul(4).ok_or(Reject)?)?;
     file.read_exact(&mut bytes)?;
     let tokens = bytes
         .chunks_exact(4)
@@ -653,35 +721,41 @@ fn read_token_bytes(file: &mut File, n: usize) -> Result<(Vec<LlamaToken>, Vec<u
 }
 
 /// The tokens an entry holds (its header checked, not its checksum).
-fn read_tokens(path: &Path, name: &EntryName, limit: u64) -> Result<Vec<LlamaToken>, Reject> {
-    let (mut file, _) = open_entry(path, name, limit)?;
-    Ok(read_token_bytes(&mut file, name.len)?.0)
+fn read_tokens(
+    held: &PrivateDir,
+    file: &str,
+    name: &EntryName,
+    limits: Limits,
+) -> Result<Vec<LlamaToken>, Reject> {
+    let (mut opened, _) = open_entry(held, file, name, limits)?;
+    Ok(read_token_bytes(&mut opened, name.len)?.0)
 }
 
 /// Read a whole entry and verify it: header, checksum, tokens matching its
 /// name and starting with `prefix`. A hit marks it used.
 fn load(
-    path: &Path,
+    held: &PrivateDir,
+    file: &str,
     name: &EntryName,
-    limit: u64,
+    limits: Limits,
     prefix: &[LlamaToken],
 ) -> Result<(Vec<LlamaToken>, StoredState), Reject> {
-    let (mut file, header) = open_entry(path, name, limit)?;
-    let (tokens, token_bytes) = read_token_bytes(&mut file, name.len)?;
+    let (mut opened, header) = open_entry(held, file, name, limits)?;
+    let (tokens, token_bytes) = read_token_bytes(&mut opened, name.len)?;
     let state_len = u64::from_le_bytes(header[32..40].try_into().unwrap_or_default());
-    let mut state = vec![0u8; usize::try_from(state_len).map_err(|_| Reject::Damaged)?];
-    file.read_exact(&mut state)?;
+    let mut state = buffer(usize::try_from(state_len).map_err(|_| Reject)?)?;
+    opened.read_exact(&mut state)?;
     let crc = u32::from_le_bytes(header[40..44].try_into().unwrap_or_default());
     let valid = checksum(&header[..40], &token_bytes, &state) == crc
         && hash_tokens(&tokens) == name.full
         && hash_tokens(&tokens[..HEAD_TOKENS]) == name.head
         && tokens.starts_with(prefix);
     if !valid {
-        return Err(Reject::Damaged);
+        return Err(Reject);
     }
     // Most recently used last out. A file that cannot be touched is still
     // a valid entry.
-    let _touched = file.set_modified(SystemTime::now()).is_ok();
+    let _touched = opened.set_modified(SystemTime::now()).is_ok();
     Ok((tokens, StoredState(state.into_boxed_slice())))
 }
 
@@ -706,18 +780,11 @@ fn temporary_name() -> String {
     )
 }
 
-/// Create `path` (which must not exist) with mode 0600 and write `parts`.
-fn write_new(path: &Path, parts: &[&[u8]]) -> io::Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    // The umask may only have narrowed the mode; make it exact.
-    file.set_permissions(fs::Permissions::from_mode(0o600))?;
+/// Create `file` (which must not exist) with mode 0600 and write `parts`.
+fn write_new(held: &PrivateDir, file: &str, parts: &[&[u8]]) -> io::Result<()> {
+    let mut opened = held.create_new(file)?;
     for part in parts {
-        file.write_all(part)?;
+        opened.write_all(part)?;
     }
     Ok(())
 }
@@ -725,17 +792,17 @@ fn write_new(path: &Path, parts: &[&[u8]]) -> io::Result<()> {
 /// Remove this user's least recently used entries until the directory is
 /// within `limit`, and temporary files left by dead writers; returns the
 /// entries removed.
-fn evict(dir: &Path, limit: u64) -> u64 {
-    remove_stale_temporaries(dir);
-    let mut entries = our_entries(dir);
+fn evict(held: &PrivateDir, limit: u64) -> u64 {
+    remove_stale_temporaries(held);
+    let mut entries = our_entries(held);
     let mut total: u64 = entries.iter().map(|e| e.1).sum();
     entries.sort_by_key(|e| e.2);
     let mut evicted = 0;
-    for (path, size, _) in entries {
+    for (file, size, _) in entries {
         if total <= limit {
             break;
         }
-        if fs::remove_file(&path).is_ok() {
+        if held.remove(&file).is_ok() {
             evicted += 1;
         }
         // Gone either way (another process may have removed it first).
@@ -744,26 +811,24 @@ fn evict(dir: &Path, limit: u64) -> u64 {
     evicted
 }
 
-fn remove_stale_temporaries(dir: &Path) {
-    let Ok(read) = fs::read_dir(dir) else {
-        return;
-    };
-    let me = euid();
+fn remove_stale_temporaries(held: &PrivateDir) {
+    let me = crate::private_dir::euid();
     let now = SystemTime::now();
-    for e in read.flatten() {
-        if !e.file_name().as_bytes().starts_with(TMP_PREFIX.as_bytes()) {
-            continue;
-        }
-        let Ok(meta) = fs::symlink_metadata(e.path()) else {
+    for name in held.names().unwrap_or_default() {
+        let Some(name) = name.to_str() else {
             continue;
         };
-        let stale = meta
-            .modified()
-            .ok()
-            .and_then(|m| now.duration_since(m).ok())
-            .is_some_and(|age| age > STALE_TMP);
-        if meta.is_file() && meta.uid() == me && stale {
-            let _removed = fs::remove_file(e.path()).is_ok();
+        if !name.starts_with(TMP_PREFIX) {
+            continue;
+        }
+        let Ok(st) = held.stat(name) else {
+            continue;
+        };
+        let stale = now
+            .duration_since(modified(&st))
+            .is_ok_and(|age| age > STALE_TMP);
+        if st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_uid == me && stale {
+            let _removed = held.remove(name).is_ok();
         }
     }
 }
@@ -801,8 +866,15 @@ fn hash_tokens(tokens: &[LlamaToken]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 
     const KEY: u64 = 0x1234;
+    /// Room for the 1000-byte and 100,000-byte states these tests write.
+    const BOUND: StateBound = StateBound {
+        fixed: 200_000,
+        per_token: 0,
+    };
 
     /// A fresh directory under the system's temporary one.
     fn scratch(name: &str) -> Dir {
@@ -813,7 +885,7 @@ mod tests {
             limit: 1 << 20,
             min_tokens: 32,
         };
-        assert_eq!(check_dir(&dir.path), Ok(()));
+        assert!(dir.open().is_ok());
         dir
     }
 
@@ -825,9 +897,12 @@ mod tests {
     }
 
     fn only_entry(dir: &Dir) -> PathBuf {
-        let entries = our_entries(&dir.path);
+        let entries = dir
+            .open()
+            .map(|held| our_entries(&held))
+            .unwrap_or_default();
         assert_eq!(entries.len(), 1, "{entries:?}");
-        entries[0].0.clone()
+        dir.path.join(&entries[0].0)
     }
 
     #[test]
@@ -836,11 +911,11 @@ mod tests {
         let counts = dir.write(KEY, 1, &prompt(1, 1), 0, &[0u8; 1000]);
         assert_eq!(counts.writes, 1);
         // The same prompt: all of it; another question: the system prompt.
-        let (same, _) = dir.find(KEY, &prompt(1, 1), 4096, 16);
+        let (same, _) = dir.find(KEY, BOUND, &prompt(1, 1), 4096, 16);
         let same = same.found.expect("a hit");
         assert_eq!((same.common, &same.tokens[..]), (120, &prompt(1, 1)[..]));
         assert_eq!(same.state.len(), 1000);
-        let (other, counts) = dir.find(KEY, &prompt(1, 2), 4096, 16);
+        let (other, counts) = dir.find(KEY, BOUND, &prompt(1, 2), 4096, 16);
         assert_eq!(
             (other.found.map(|f| f.common), other.covered),
             (Some(100), 100)
@@ -848,10 +923,22 @@ mod tests {
         assert_eq!((counts.hits, counts.misses), (1, 0));
         // Not for another key, another system prompt, a context too short
         // for it, or a caller that holds as much already.
-        assert!(dir.find(KEY + 1, &prompt(1, 1), 4096, 16).0.found.is_none());
-        assert!(dir.find(KEY, &prompt(2, 1), 4096, 16).0.found.is_none());
-        assert!(dir.find(KEY, &prompt(1, 1), 119, 16).0.found.is_none());
-        let (held, counts) = dir.find(KEY, &prompt(1, 2), 4096, 106);
+        assert!(dir
+            .find(KEY + 1, BOUND, &prompt(1, 1), 4096, 16)
+            .0
+            .found
+            .is_none());
+        assert!(dir
+            .find(KEY, BOUND, &prompt(2, 1), 4096, 16)
+            .0
+            .found
+            .is_none());
+        assert!(dir
+            .find(KEY, BOUND, &prompt(1, 1), 119, 16)
+            .0
+            .found
+            .is_none());
+        let (held, counts) = dir.find(KEY, BOUND, &prompt(1, 2), 4096, 106);
         assert!(held.found.is_none());
         assert_eq!((held.covered, counts.misses), (100, 1));
     }
@@ -860,7 +947,12 @@ mod tests {
     fn files_are_this_users_alone() {
         let dir = scratch("modes");
         let sub = dir.path.join("a/b");
-        assert_eq!(check_dir(&sub), Ok(()));
+        let nested = Dir {
+            path: sub.clone(),
+            limit: 1 << 20,
+            min_tokens: 32,
+        };
+        assert!(nested.open().is_ok());
         let mode = fs::metadata(&sub).map(|m| m.mode() & 0o777).ok();
         assert_eq!(mode, Some(0o700));
         dir.write(KEY, 1, &prompt(1, 1), 0, &[0u8; 1000]);
@@ -870,11 +962,15 @@ mod tests {
         assert_eq!(mode, Some(0o600));
         // A directory others can write to is not used.
         fs::set_permissions(&sub, fs::Permissions::from_mode(0o777)).ok();
-        let refused = check_dir(&sub).err().unwrap_or_default();
+        let refused = nested.open().err().unwrap_or_default();
         assert!(refused.contains("other users can write to it"), "{refused}");
+        let relative = Dir {
+            path: PathBuf::from("relative"),
+            ..nested
+        };
         assert_eq!(
-            check_dir(Path::new("relative")),
-            Err("not an absolute path".to_owned())
+            relative.open().err(),
+            Some("is not an absolute path".to_owned())
         );
     }
 
@@ -888,7 +984,11 @@ mod tests {
         // Larger than the whole directory.
         let huge = vec![0u8; 2 << 20];
         assert_eq!(dir.write(KEY, 1, &prompt(1, 1), 0, &huge).writes, 0);
-        assert!(our_entries(&dir.path).is_empty());
+        assert!(dir
+            .open()
+            .map(|held| our_entries(&held))
+            .unwrap_or_default()
+            .is_empty());
     }
 
     /// Every way an entry can be damaged: it is not loaded, counted as
@@ -917,13 +1017,11 @@ mod tests {
             dir.write(KEY, 1, &prompt(1, 1), 0, &[0u8; 1000]);
             let path = only_entry(&dir);
             damage(&path);
-            let (lookup, counts) = dir.find(KEY, &prompt(1, 1), 4096, 16);
+            let (lookup, counts) = dir.find(KEY, BOUND, &prompt(1, 1), 4096, 16);
             assert!(lookup.found.is_none(), "{what}");
             assert_eq!((counts.rejected, counts.misses), (1, 1), "{what}");
-            // Removed when it was a damaged entry of ours; one others can
-            // read is left alone but never used.
-            let left = path.exists();
-            assert_eq!(left, what == "readable by others", "{what}");
+            // Removed: it stands under an entry's name and can never be used.
+            assert!(!path.exists(), "{what}");
         }
     }
 
@@ -950,7 +1048,7 @@ mod tests {
             .unwrap_or_default();
         let ours = name.replacen(&format!("{:016x}", KEY + 1), &format!("{KEY:016x}"), 1);
         fs::rename(&theirs, dir.path.join(&ours)).ok();
-        let (lookup, counts) = dir.find(KEY, &prompt(1, 1), 4096, 16);
+        let (lookup, counts) = dir.find(KEY, BOUND, &prompt(1, 1), 4096, 16);
         assert!(lookup.found.is_none());
         assert_eq!(counts.rejected, 1);
         assert!(!dir.path.join(&ours).exists());
@@ -967,7 +1065,8 @@ mod tests {
         };
         let squatter = dir.path.join(name.to_string());
         fs::create_dir(&squatter).ok();
-        let (lookup, counts) = dir.find(KEY, &prompt(1, 1), 4096, 16);
+        fs::write(squatter.join("inside"), b"x").ok();
+        let (lookup, counts) = dir.find(KEY, BOUND, &prompt(1, 1), 4096, 16);
         assert!(lookup.found.is_none());
         assert_eq!((counts.rejected, counts.misses), (1, 1));
         // A write to that name fails cleanly, leaving no temporary file.
@@ -989,11 +1088,20 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         dir.write(KEY, 1, &prompt(2, 1), 0, &vec![0u8; state]);
         std::thread::sleep(Duration::from_millis(20));
-        assert!(dir.find(KEY, &prompt(1, 1), 4096, 16).0.found.is_some());
+        assert!(dir
+            .find(KEY, BOUND, &prompt(1, 1), 4096, 16)
+            .0
+            .found
+            .is_some());
         std::thread::sleep(Duration::from_millis(20));
         let counts = dir.write(KEY, 1, &prompt(3, 1), 0, &vec![0u8; state]);
         assert_eq!((counts.writes, counts.evictions), (1, 1));
-        let found = |sys| dir.find(KEY, &prompt(sys, 1), 4096, 16).0.found.is_some();
+        let found = |sys| {
+            dir.find(KEY, BOUND, &prompt(sys, 1), 4096, 16)
+                .0
+                .found
+                .is_some()
+        };
         assert_eq!((found(1), found(2), found(3)), (true, false, true));
     }
 
@@ -1030,6 +1138,7 @@ mod tests {
             n_vocab: 49152,
             n_layer: 30,
             n_embd: 576,
+            bound: StateBound::for_shape(30, 576),
         };
         let base = key(&model, 1);
         assert!(base.is_some());
@@ -1063,5 +1172,105 @@ mod tests {
             .ok()
             .and_then(|p| FileId::of(&p).ok());
         assert_eq!(own_file(), exe);
+    }
+
+    /// An entry that claims a state far beyond what the model can need (a
+    /// sparse file, so that its length agrees) is refused before anything
+    /// of that size is allocated, and removed; one within the bound but
+    /// beyond what the allocator can give is refused, not an abort.
+    #[test]
+    fn a_state_larger_than_the_model_can_need_is_refused_and_removed() {
+        let mut dir = scratch("huge");
+        dir.limit = u64::MAX;
+        dir.write(KEY, 1, &prompt(1, 1), 0, &[0u8; 1000]);
+        let path = only_entry(&dir);
+        let claim: u64 = 1 << 40;
+        let mut bytes = fs::read(&path).unwrap_or_default();
+        bytes[32..40].copy_from_slice(&claim.to_le_bytes());
+        fs::write(&path, &bytes[..HEADER]).ok();
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_len(HEADER as u64 + 4 * 120 + claim))
+            .ok();
+        let (lookup, counts) = dir.find(KEY, BOUND, &prompt(1, 1), 4096, 16);
+        assert!(lookup.found.is_none());
+        assert_eq!(counts.rejected, 1);
+        assert!(!path.exists(), "removed");
+        // The allocation itself: more than can be asked for.
+        assert_eq!(buffer(usize::MAX).err(), Some(Reject));
+    }
+
+    /// A FIFO under an entry's name is refused without blocking (a reader
+    /// would wait forever for a writer) and removed.
+    #[test]
+    fn a_fifo_under_an_entrys_name_does_not_block() {
+        let dir = scratch("fifo");
+        let name = EntryName {
+            key: KEY,
+            head: hash_tokens(&prompt(1, 1)[..HEAD_TOKENS]),
+            len: 119,
+            full: 0,
+        };
+        let fifo = dir.path.join(name.to_string());
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap_or_default();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (lookup, counts) = dir.find(KEY, BOUND, &prompt(1, 1), 4096, 16);
+        assert!(lookup.found.is_none());
+        assert_eq!(counts.rejected, 1);
+        assert!(fs::symlink_metadata(&fifo).is_err(), "removed");
+    }
+
+    /// A store directory that is a symbolic link (to `/`) is not used,
+    /// nor one reached through a link.
+    #[test]
+    fn a_directory_reached_through_a_link_is_refused() {
+        let base = scratch("links");
+        let link = base.path.join("to-root");
+        std::os::unix::fs::symlink("/", &link).ok();
+        for path in [link.clone(), link.join("tmp")] {
+            let dir = Dir {
+                path: path.clone(),
+                limit: 1 << 20,
+                min_tokens: 32,
+            };
+            let refused = dir.open().err().unwrap_or_default();
+            assert!(
+                refused.contains("passes through the symbolic link"),
+                "{path:?}: {refused}"
+            );
+            assert_eq!(dir.write(KEY, 1, &prompt(1, 1), 0, &[0u8; 1000]).writes, 0);
+        }
+    }
+
+    #[test]
+    fn the_namespace_is_part_of_the_key() {
+        let model = ModelIdentity {
+            file: FileId {
+                dev: 1,
+                ino: 2,
+                size: 3,
+                mtime_sec: 4,
+                mtime_nsec: 5,
+            },
+            n_gpu_layers: 0,
+            main_gpu: None,
+            n_vocab: 49152,
+            n_layer: 30,
+            n_embd: 576,
+            bound: StateBound::for_shape(30, 576),
+        };
+        let keys: Vec<Option<u64>> = ["", "shop", "blog"]
+            .iter()
+            .map(|ns| {
+                configure("", 0, 0, ns);
+                key(&model, 1)
+            })
+            .collect();
+        configure("", 0, 0, "");
+        assert!(keys.iter().all(Option::is_some));
+        assert_ne!(keys[0], keys[1]);
+        assert_ne!(keys[1], keys[2]);
     }
 }

@@ -37,7 +37,11 @@ extern "C" {
 /// registers the classes below.
 extern "C" fn startup(_type: i32, module_number: i32) -> i32 {
     IniEntryDef::register(settings::INI.as_slice(), module_number);
-    settings::configure_prompt_cache();
+    // Before any script can putenv(): what the processes the extension
+    // starts get, and where the shared server's default directory is.
+    crate::remote::shared::capture_environment();
+    settings::warn_at_startup();
+    settings::configure_prompt_cache(false);
     attributes::install();
     start_shared_server_in_fpm_master();
     match exceptions::register() {
@@ -62,7 +66,8 @@ fn start_shared_server_in_fpm_master() {
     if unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes() != b"fpm-fcgi" {
         return;
     }
-    if let Some(shared) = settings::shared_server() {
+    // A refused setting was said by the startup warning.
+    if let Ok(Some(shared)) = settings::shared_server() {
         if let Err(e) = crate::remote::shared::ensure(&shared) {
             eprintln!("infer: {e}");
         }
@@ -72,7 +77,7 @@ fn start_shared_server_in_fpm_master() {
 /// RINIT: the prompt cache's settings as this worker sees them (a PHP-FPM
 /// pool's `php_admin_value`s are applied after MINIT, in the worker).
 extern "C" fn request_startup(_type: i32, _module_number: i32) -> i32 {
-    settings::configure_prompt_cache();
+    settings::configure_prompt_cache(true);
     0
 }
 

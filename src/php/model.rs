@@ -138,11 +138,13 @@ impl Model {
         let path: Vec<u8> = path.into();
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
         if request.shared {
-            let settings = super::settings::shared_server().ok_or_else(|| {
-                engine::LoadError::Shared {
+            let settings = super::settings::shared_server()
+                .map_err(|refused| engine::LoadError::Shared {
+                    detail: refused.to_string(),
+                })?
+                .ok_or_else(|| engine::LoadError::Shared {
                     detail: "'shared' => true needs the shared server: set php.ini infer.server_model to the GGUF it serves".to_owned(),
-                }
-            })?;
+                })?;
             if !same_file(path, &settings.model) {
                 return Err(engine::LoadError::Shared {
                     detail: format!(

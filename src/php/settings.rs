@@ -2,9 +2,9 @@
 //! command line's `-d`, a pool's `php_admin_value`): a script's `ini_set()`
 //! cannot change them.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, c_int, CStr};
 
-use ext_php_rs::ffi::zend_long;
+use ext_php_rs::ffi::E_WARNING;
 use ext_php_rs::flags::IniEntryPermission;
 use ext_php_rs::zend::{IniEntryDef, IniEntryDefs};
 
@@ -37,10 +37,11 @@ pub const SERVER_THREADS_INI: &CStr = c"infer.server_threads";
 /// `infer.server_ctx`: the context of each slot, in tokens.
 pub const SERVER_CTX_INI: &CStr = c"infer.server_ctx";
 /// `infer.server_dir`: its state directory (empty: `infer-server-<uid>` in
-/// the system's temporary directory).
+/// the temporary directory the extension started with).
 pub const SERVER_DIR_INI: &CStr = c"infer.server_dir";
-/// `infer.server_port`: its port on 127.0.0.1 (0: a Unix socket in the
-/// state directory instead).
+/// `infer.server_port`: removed (the server listens only on a Unix socket
+/// in its state directory); registered so that a value other than 0 is
+/// refused loudly rather than ignored.
 pub const SERVER_PORT_INI: &CStr = c"infer.server_port";
 /// `infer.server_log`: its log file (empty: `server.log` in the directory).
 pub const SERVER_LOG_INI: &CStr = c"infer.server_log";
@@ -51,9 +52,16 @@ pub const SERVER_IDLE_INI: &CStr = c"infer.server_idle";
 /// the extension, where `make install` puts it; the supervisor
 /// `infer-serve` is looked for beside the extension, then beside it).
 pub const SERVER_BINARY_INI: &CStr = c"infer.server_binary";
+/// `infer.server_start_timeout`: seconds a start of the shared server may
+/// take (the model loads before it answers).
+pub const SERVER_START_TIMEOUT_INI: &CStr = c"infer.server_start_timeout";
+/// `infer.prompt_cache_namespace`: the prompt store's entries are shared
+/// only between processes of the same namespace (a PHP-FPM pool's
+/// `php_admin_value`: one per application).
+pub const PROMPT_CACHE_NAMESPACE_INI: &CStr = c"infer.prompt_cache_namespace";
 
 /// The entries, registered in MINIT.
-pub static INI: IniEntryDefs<16> = IniEntryDefs::new([
+pub static INI: IniEntryDefs<18> = IniEntryDefs::new([
     IniEntryDef::new(MAX_MODELS_INI, c"2", IniEntryPermission::System),
     IniEntryDef::new(PROMPT_CACHE_MB_INI, c"128", IniEntryPermission::System),
     IniEntryDef::new(
@@ -68,6 +76,7 @@ pub static INI: IniEntryDefs<16> = IniEntryDefs::new([
         c"64",
         IniEntryPermission::System,
     ),
+    IniEntryDef::new(PROMPT_CACHE_NAMESPACE_INI, c"", IniEntryPermission::System),
     IniEntryDef::new(SERVER_MODEL_INI, c"", IniEntryPermission::System),
     IniEntryDef::new(SERVER_SLOTS_INI, c"4", IniEntryPermission::System),
     IniEntryDef::new(SERVER_THREADS_INI, c"0", IniEntryPermission::System),
@@ -77,25 +86,275 @@ pub static INI: IniEntryDefs<16> = IniEntryDefs::new([
     IniEntryDef::new(SERVER_LOG_INI, c"", IniEntryPermission::System),
     IniEntryDef::new(SERVER_IDLE_INI, c"0", IniEntryPermission::System),
     IniEntryDef::new(SERVER_BINARY_INI, c"", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_START_TIMEOUT_INI, c"120", IniEntryPermission::System),
     IniEntryDef::end(),
 ]);
 
 extern "C" {
-    fn zend_ini_long(name: *const c_char, name_length: usize, orig: bool) -> zend_long;
     fn zend_ini_string(name: *const c_char, name_length: usize, orig: bool) -> *mut c_char;
+    fn php_error_docref(docref: *const c_char, type_: c_int, format: *const c_char, ...);
+    fn php_log_err_with_severity(message: *const c_char, syslog_type: c_int);
+}
+
+/// What a setting's value must be.
+#[derive(Debug, Clone, Copy)]
+enum Rule {
+    /// A whole number in this range.
+    Int { min: i64, max: i64 },
+    /// Empty, or an absolute path.
+    AbsolutePath,
+    /// Only 0: the shared server's TCP port was removed.
+    NoPort,
+    /// Up to 64 letters, digits, `.`, `_` and `-`.
+    Name,
+}
+
+/// What stays off while a setting is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feature {
+    PersistentModels,
+    MemoryCache,
+    Store,
+    SharedServer,
+}
+
+impl Feature {
+    fn off(self) -> &'static str {
+        match self {
+            Feature::PersistentModels => "no model is kept between requests",
+            Feature::MemoryCache => "the prompt cache stays off",
+            Feature::Store => "the prompt store stays off",
+            Feature::SharedServer => "the shared server stays off",
+        }
+    }
+}
+
+const MIB_MAX: i64 = 1 << 20;
+const COUNT_MAX: i64 = 1 << 30;
+
+/// Every setting's rule and the feature it belongs to.
+const RULES: [(&CStr, Rule, Feature); 17] = [
+    (
+        MAX_MODELS_INI,
+        Rule::Int { min: 0, max: 1024 },
+        Feature::PersistentModels,
+    ),
+    (
+        PROMPT_CACHE_MB_INI,
+        Rule::Int {
+            min: 0,
+            max: MIB_MAX,
+        },
+        Feature::MemoryCache,
+    ),
+    (
+        PROMPT_CACHE_MIN_TOKENS_INI,
+        Rule::Int {
+            min: 0,
+            max: COUNT_MAX,
+        },
+        Feature::MemoryCache,
+    ),
+    (PROMPT_CACHE_DIR_INI, Rule::AbsolutePath, Feature::Store),
+    (
+        PROMPT_CACHE_DIR_MB_INI,
+        Rule::Int {
+            min: 0,
+            max: MIB_MAX,
+        },
+        Feature::Store,
+    ),
+    (
+        PROMPT_CACHE_DIR_MIN_TOKENS_INI,
+        Rule::Int {
+            min: 0,
+            max: COUNT_MAX,
+        },
+        Feature::Store,
+    ),
+    (PROMPT_CACHE_NAMESPACE_INI, Rule::Name, Feature::Store),
+    (SERVER_MODEL_INI, Rule::AbsolutePath, Feature::SharedServer),
+    (
+        SERVER_SLOTS_INI,
+        Rule::Int { min: 1, max: 256 },
+        Feature::SharedServer,
+    ),
+    (
+        SERVER_THREADS_INI,
+        Rule::Int { min: 0, max: 512 },
+        Feature::SharedServer,
+    ),
+    (
+        SERVER_CTX_INI,
+        Rule::Int {
+            min: 64,
+            max: 1 << 24,
+        },
+        Feature::SharedServer,
+    ),
+    (SERVER_DIR_INI, Rule::AbsolutePath, Feature::SharedServer),
+    (SERVER_PORT_INI, Rule::NoPort, Feature::SharedServer),
+    (SERVER_LOG_INI, Rule::AbsolutePath, Feature::SharedServer),
+    (
+        SERVER_IDLE_INI,
+        Rule::Int {
+            min: 0,
+            max: COUNT_MAX,
+        },
+        Feature::SharedServer,
+    ),
+    (SERVER_BINARY_INI, Rule::AbsolutePath, Feature::SharedServer),
+    (
+        SERVER_START_TIMEOUT_INI,
+        Rule::Int { min: 1, max: 3600 },
+        Feature::SharedServer,
+    ),
+];
+
+/// A setting whose value is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub name: &'static str,
+    pub value: String,
+    pub why: String,
+    pub feature: Feature,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "php.ini {} = \"{}\" is refused: {}",
+            self.name, self.value, self.why
+        )
+    }
+}
+
+impl Rule {
+    /// Why `value` breaks the rule.
+    fn refuses(self, value: &str) -> Option<String> {
+        match self {
+            Rule::Int { min, max } => {
+                let v = value.trim();
+                let ok = !v.is_empty()
+                    && v.strip_prefix('-').unwrap_or(v).bytes().all(|b| b.is_ascii_digit())
+                    && v.parse::<i64>().is_ok_and(|n| (min..=max).contains(&n));
+                (!ok).then(|| format!("not a whole number from {min} to {max}"))
+            }
+            Rule::AbsolutePath => (!value.is_empty() && !value.starts_with('/'))
+                .then(|| "not an absolute path (a relative one would depend on each request's working directory)".to_owned()),
+            Rule::NoPort => (value.trim() != "0" && !value.trim().is_empty()).then(|| {
+                "the shared server listens only on the Unix socket in its state directory (a TCP port on 127.0.0.1 can be taken first by another local user, who would then get the key and every prompt); remove the setting".to_owned()
+            }),
+            Rule::Name => (value.len() > 64
+                || !value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-'))
+            .then(|| "not a name of at most 64 letters, digits, '.', '_' and '-'".to_owned()),
+        }
+    }
+}
+
+/// The refused settings of `feature` (all features: `None`), as this
+/// process sees them now.
+pub fn refused(feature: Option<Feature>) -> Vec<Refused> {
+    RULES
+        .iter()
+        .filter(|(_, _, f)| feature.is_none_or(|want| *f == want))
+        .filter_map(|&(name, rule, feature)| {
+            let value = string(name);
+            let why = rule.refuses(&value)?;
+            Some(Refused {
+                name: name.to_str().unwrap_or_default(),
+                value,
+                why,
+                feature,
+            })
+        })
+        .collect()
+}
+
+/// At MINIT: a startup warning for each refused setting, naming it, its
+/// value and what stays off.
+pub fn warn_at_startup() {
+    for r in refused(None) {
+        let line = format!("infer: {r}; {}", r.feature.off());
+        said().push(line.clone());
+        let Ok(message) = std::ffi::CString::new(line) else {
+            continue;
+        };
+        // SAFETY: a "%s" format with one NUL-terminated string; PHP is in
+        // MINIT, where startup warnings are reported (logged, and shown
+        // where display_startup_errors says).
+        unsafe {
+            php_error_docref(
+                std::ptr::null(),
+                E_WARNING as c_int,
+                c"%s".as_ptr(),
+                message.as_ptr(),
+            )
+        };
+    }
+}
+
+/// The refusals this process has said (at MINIT, or in the error log).
+fn said() -> std::sync::MutexGuard<'static, Vec<String>> {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    SAID.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// At a request's start: a setting refused in this worker that MINIT did
+/// not see (a PHP-FPM pool's `php_admin_value`) goes to the error log once
+/// per process (under PHP-FPM without an `error_log`: the FastCGI error
+/// stream, which the web server logs); never to the output.
+fn log_refused_once(refusals: &[Refused]) {
+    let mut said = said();
+    for r in refusals {
+        let line = format!("infer: {r}; {}", r.feature.off());
+        if said.contains(&line) {
+            continue;
+        }
+        if let Ok(message) = std::ffi::CString::new(line.as_str()) {
+            // SAFETY: a NUL-terminated message; LOG_WARNING is a syslog level.
+            unsafe { php_log_err_with_severity(message.as_ptr(), libc::LOG_WARNING) };
+        }
+        said.push(line);
+    }
 }
 
 /// Apply the prompt cache's settings to the engine: at startup and at
 /// each request, since PHP-FPM applies a pool's `php_admin_value`s in the
-/// worker, after the extension started in the master.
-pub fn configure_prompt_cache() {
-    crate::engine::prefix_cache::configure(prompt_cache_bytes(), prompt_cache_min_tokens());
-    let dir_mb = u64::try_from(non_negative(PROMPT_CACHE_DIR_MB_INI)).unwrap_or(u64::MAX);
-    crate::engine::prefix_store::configure(
-        &string(PROMPT_CACHE_DIR_INI),
-        dir_mb.saturating_mul(1 << 20),
-        non_negative(PROMPT_CACHE_DIR_MIN_TOKENS_INI),
-    );
+/// worker, after the extension started in the master. A refused setting
+/// turns its cache off.
+pub fn configure_prompt_cache(at_request: bool) {
+    let memory_refused = refused(Some(Feature::MemoryCache));
+    let store_refused = refused(Some(Feature::Store));
+    if at_request {
+        log_refused_once(&memory_refused);
+        log_refused_once(&store_refused);
+    }
+    if memory_refused.is_empty() {
+        crate::engine::prefix_cache::configure(
+            number(PROMPT_CACHE_MB_INI).saturating_mul(1 << 20),
+            number(PROMPT_CACHE_MIN_TOKENS_INI),
+        );
+    } else {
+        crate::engine::prefix_cache::configure(0, 0);
+    }
+    match store_refused.first() {
+        None => crate::engine::prefix_store::configure(
+            &string(PROMPT_CACHE_DIR_INI),
+            u64::try_from(number(PROMPT_CACHE_DIR_MB_INI))
+                .unwrap_or(0)
+                .saturating_mul(1 << 20),
+            number(PROMPT_CACHE_DIR_MIN_TOKENS_INI),
+            &string(PROMPT_CACHE_NAMESPACE_INI),
+        ),
+        Some(r) => {
+            crate::engine::prefix_store::refuse(&string(PROMPT_CACHE_DIR_INI), r.to_string())
+        }
+    }
 }
 
 /// A registered string setting ("" when unset or not UTF-8).
@@ -114,71 +373,60 @@ fn string(name: &CStr) -> String {
     }
 }
 
-/// A registered integer setting; negative counts as 0.
-fn non_negative(name: &CStr) -> usize {
-    // SAFETY: `name` is a registered entry (MINIT) and its length is exact.
-    let value = unsafe { zend_ini_long(name.as_ptr(), name.count_bytes(), false) };
-    usize::try_from(value).unwrap_or(0)
+/// A whole-number setting whose rule it meets (checked by the caller), as
+/// a count; 0 otherwise.
+fn number(name: &CStr) -> usize {
+    string(name).trim().parse().unwrap_or(0)
 }
 
-/// The `infer.max_persistent_models` setting.
+/// The `infer.max_persistent_models` setting (0 while it is refused).
 pub fn max_models() -> usize {
-    non_negative(MAX_MODELS_INI)
+    if refused(Some(Feature::PersistentModels)).is_empty() {
+        number(MAX_MODELS_INI)
+    } else {
+        0
+    }
 }
 
-/// The prefix cache's bound in bytes.
-fn prompt_cache_bytes() -> usize {
-    non_negative(PROMPT_CACHE_MB_INI).saturating_mul(1 << 20)
-}
-
-fn prompt_cache_min_tokens() -> usize {
-    non_negative(PROMPT_CACHE_MIN_TOKENS_INI)
-}
-
-/// The shared server's settings, or `None` when `infer.server_model` is
-/// empty.
-pub fn shared_server() -> Option<crate::remote::shared::Settings> {
+/// The shared server's settings: `Ok(None)` when `infer.server_model` is
+/// empty, `Err` naming the first refused setting.
+pub fn shared_server() -> Result<Option<crate::remote::shared::Settings>, Refused> {
     use std::path::PathBuf;
+    if let Some(r) = refused(Some(Feature::SharedServer)).into_iter().next() {
+        return Err(r);
+    }
     let model = string(SERVER_MODEL_INI);
     if model.is_empty() {
-        return None;
+        return Ok(None);
     }
-    let count = |name: &CStr, least: usize| {
-        u32::try_from(non_negative(name).max(least)).unwrap_or(u32::MAX)
+    let count = |name: &CStr| u32::try_from(number(name)).unwrap_or(u32::MAX);
+    let path = |name: &CStr| {
+        Some(string(name))
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
     };
-    let dir = match string(SERVER_DIR_INI) {
-        d if d.is_empty() => {
-            // SAFETY: geteuid has no failure mode.
-            let uid = unsafe { libc::geteuid() };
-            std::env::temp_dir().join(format!("infer-server-{uid}"))
-        }
-        d => PathBuf::from(d),
-    };
+    let dir = path(SERVER_DIR_INI).unwrap_or_else(crate::remote::shared::default_dir);
     let beside = extension_dir().unwrap_or_default();
-    let server_binary = match string(SERVER_BINARY_INI) {
-        b if b.is_empty() => beside.join("infer-llama-server"),
-        b => PathBuf::from(b),
-    };
+    let server_binary =
+        path(SERVER_BINARY_INI).unwrap_or_else(|| beside.join("infer-llama-server"));
     // The supervisor beside the extension (where `make install` and the
     // build put it), else beside llama-server.
     let supervisor_binary = Some(beside.join("infer-serve"))
         .filter(|p| p.is_file())
         .or_else(|| server_binary.parent().map(|d| d.join("infer-serve")))
         .unwrap_or_else(|| beside.join("infer-serve"));
-    Some(crate::remote::shared::Settings {
+    Ok(Some(crate::remote::shared::Settings {
         model: PathBuf::from(model),
-        slots: count(SERVER_SLOTS_INI, 1),
-        threads: count(SERVER_THREADS_INI, 0),
-        ctx: count(SERVER_CTX_INI, 64),
+        slots: count(SERVER_SLOTS_INI),
+        threads: count(SERVER_THREADS_INI),
+        ctx: count(SERVER_CTX_INI),
         dir,
-        port: u16::try_from(non_negative(SERVER_PORT_INI)).unwrap_or(0),
-        log: Some(string(SERVER_LOG_INI))
-            .filter(|l| !l.is_empty())
-            .map(PathBuf::from),
-        idle: u64::try_from(non_negative(SERVER_IDLE_INI)).unwrap_or(0),
+        log: path(SERVER_LOG_INI),
+        idle: u64::from(count(SERVER_IDLE_INI)),
+        start_timeout: std::time::Duration::from_secs(u64::from(count(SERVER_START_TIMEOUT_INI))),
         server_binary,
         supervisor_binary,
-    })
+    }))
 }
 
 /// The directory this extension's shared object was loaded from.

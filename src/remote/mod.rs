@@ -22,8 +22,8 @@ mod dialect;
 pub mod http;
 mod llama_server;
 mod openai;
-mod private_file;
 pub mod shared;
+mod shared_state;
 pub mod stream;
 #[cfg(test)]
 mod tests;

@@ -1,47 +1,88 @@
 //! The llama-server shared by every process of one installation: found, or
 //! started under a lock, by the process that needs it.
 //!
-//! State lives in one directory per installation (mode 0700, owned by the
-//! installation's user; another user's processes are refused before they
-//! read anything):
+//! State lives in one directory per installation, opened and checked as a
+//! [`PrivateDir`] (mode 0700, this user's, reached without a symbolic link
+//! through parents nobody else may change); the files' names and the
+//! supervisor's record are in `shared_state.rs`:
 //!
-//! - `lock`: taken (`flock`) while the server is looked up or started, so
-//!   that two processes racing to start it start one;
+//! - `lock`: taken (`flock`, a bounded wait) while the server is looked up
+//!   or started, so that two processes racing to start it start one;
 //! - `server.json`: written by the supervisor (`infer-serve`, see
 //!   `src/bin/infer-serve.rs`) once llama-server is started: the
-//!   supervisor's and the server's pids, the port, the settings' tag;
-//! - `server.sock`: the Unix socket the server listens on (mode 0600, in a
-//!   directory only this user may enter); with `infer.server_port` set it
-//!   listens on 127.0.0.1 instead;
-//! - `key`: the API key generated at each start (0600): the server answers
-//!   nobody without it (what guards the TCP port; kept for the socket too);
+//!   supervisor and the server, each as pid and start time, the boot, the
+//!   settings' tag. Nobody is signalled or trusted on its word alone: the
+//!   processes it names must be the very ones it was written for;
+//! - `server.sock`: the Unix socket the server listens on (mode 0600), the
+//!   only way to it: a TCP port could be taken first by another user;
+//! - `key`: the API key generated at each start (0600);
 //! - `failed`: why the last start failed, with its tag and time: a request
 //!   within [`RETRY_AFTER`] of it gets the same error without a new start
 //!   (no restart loop on a bad model);
-//! - `clients/<pid>`: one empty file per process that used the server; the
-//!   supervisor stops the server when none of them is alive;
+//! - `clients/<pid>`: one file per process that used the server, holding its
+//!   start time; the supervisor stops the server when none of them runs;
 //! - `used`: touched at each load of the shared model; the supervisor stops
 //!   a server unused for `infer.server_idle` seconds.
 //!
+//! The supervisor starts with the environment captured when the extension
+//! started ([`capture_environment`], from MINIT: nothing a script `putenv()`s
+//! reaches it), no descriptor of the PHP process and a process group of its
+//! own.
+//!
 //! No PHP here: the binding reads the settings and maps [`SharedError`].
 
-use std::fs;
-use std::io::Read as _;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::ffi::OsString;
+use std::io::{Read as _, Seek as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value as Json;
 
 use super::http::{Http, HttpConfig};
-use super::private_file::write_private;
+use super::shared_state::{self as state, ProcessId, ServerRecord};
 use crate::common::error::LoadError;
+use crate::private_dir::{self, LockError, PrivateDir, Rule};
 
 /// How long after a failed start the same settings fail at once.
 pub const RETRY_AFTER: Duration = Duration::from_secs(10);
-/// How long a start may take (the model loads before the server answers).
-const START_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a start may take by default (the model loads before the server
+/// answers): php.ini `infer.server_start_timeout`.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The environment the processes the extension starts get, and the
+/// temporary directory the default state directory is in: both fixed
+/// when the extension starts.
+#[derive(Debug)]
+struct Captured {
+    vars: Vec<(OsString, OsString)>,
+    temp_dir: PathBuf,
+}
+
+static CAPTURED: OnceLock<Captured> = OnceLock::new();
+
+/// Take the environment as it is now, once: the binding calls this at
+/// MINIT, before any script runs; later calls change nothing.
+pub fn capture_environment() {
+    captured();
+}
+
+fn captured() -> &'static Captured {
+    CAPTURED.get_or_init(|| Captured {
+        vars: state::allowed_env(std::env::vars_os()),
+        temp_dir: std::env::temp_dir(),
+    })
+}
+
+/// The state directory when php.ini names none: `infer-server-<uid>` in the
+/// temporary directory the extension started with.
+pub fn default_dir() -> PathBuf {
+    captured()
+        .temp_dir
+        .join(format!("infer-server-{}", private_dir::euid()))
+}
 
 /// The settings of the shared server (php.ini `infer.server_*`).
 #[derive(Debug, Clone, PartialEq)]
@@ -56,12 +97,12 @@ pub struct Settings {
     pub ctx: u32,
     /// The state directory.
     pub dir: PathBuf,
-    /// The port on 127.0.0.1; 0: the Unix socket in the state directory.
-    pub port: u16,
     /// The server's log; `None`: `server.log` in the state directory.
     pub log: Option<PathBuf>,
     /// Seconds without a request after which the server stops (0: never).
     pub idle: u64,
+    /// How long a start may take before it is given up.
+    pub start_timeout: Duration,
     /// llama-server, and the supervisor.
     pub server_binary: PathBuf,
     pub supervisor_binary: PathBuf,
@@ -85,7 +126,12 @@ impl Settings {
     fn log_path(&self) -> PathBuf {
         self.log
             .clone()
-            .unwrap_or_else(|| self.dir.join("server.log"))
+            .unwrap_or_else(|| self.dir.join(state::LOG))
+    }
+
+    /// How long a load waits for another process's start.
+    fn lock_wait(&self) -> Duration {
+        self.start_timeout + Duration::from_secs(10)
     }
 }
 
@@ -93,7 +139,7 @@ impl Settings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
     pub url: String,
-    /// The Unix socket to reach it through (`None`: TCP on 127.0.0.1).
+    /// The Unix socket to reach it through.
     pub socket: Option<PathBuf>,
     pub api_key: String,
     /// The server's pid (for `info()` and the tests).
@@ -125,176 +171,142 @@ impl From<SharedError> for LoadError {
     }
 }
 
+fn dir_error(dir: &Path, problem: impl std::fmt::Display) -> SharedError {
+    SharedError::Directory {
+        dir: dir.to_path_buf(),
+        problem: problem.to_string(),
+    }
+}
+
 /// The running server for `settings`, started if none runs.
 pub fn ensure(settings: &Settings) -> Result<Endpoint, SharedError> {
-    let dir = &settings.dir;
-    prepare_dir(dir)?;
-    let _lock = Lock::take(&dir.join("lock"))?;
+    let dir = PrivateDir::open(&settings.dir, Rule::Private, true)
+        .map_err(|p| dir_error(&settings.dir, p))?;
+    let clients = dir.subdir(state::CLIENTS, Rule::Private).map_err(|p| {
+        dir_error(
+            &settings.dir,
+            format!("cannot hold {}/: {p}", state::CLIENTS),
+        )
+    })?;
+    let _lock = dir.lock(state::LOCK, settings.lock_wait()).map_err(|e| match e {
+        LockError::Held(wait) => dir_error(
+            &settings.dir,
+            format!(
+                "is locked by another process for over {} s (php.ini infer.server_start_timeout, plus 10 s)",
+                wait.as_secs()
+            ),
+        ),
+        LockError::Open(e) => dir_error(&settings.dir, format!("cannot hold its lock: {e}")),
+    })?;
     let tag = settings.tag();
-    if let Some(running) = read_running(dir) {
-        // A removed socket makes the server unreachable: start another.
-        let reachable = running.port != 0 || socket_path(dir).exists();
-        if running.tag == tag && running.serving() && reachable {
-            let key = read_small(&dir.join("key")).map_err(|e| SharedError::Directory {
-                dir: dir.clone(),
-                problem: format!("has no readable key: {e}"),
-            })?;
-            register(dir);
-            touch(dir);
-            let (url, socket) = address(dir, running.port);
-            return Ok(Endpoint {
-                url,
-                socket,
-                api_key: key,
-                server_pid: running.server,
-            });
+    if let Some(running) = read_record(&dir) {
+        if running.tag == tag && running.serving() && answers(&dir) {
+            let key = dir
+                .read_small(state::KEY, state::MAX_STATE_FILE)
+                .map_err(|e| dir_error(&settings.dir, format!("has no readable key: {e}")))?;
+            register(&clients);
+            touch(&dir);
+            return Ok(endpoint(&dir, key, running.server.pid));
         }
-        // Another settings' server, or a half-dead one: stop what is left.
-        retire(dir, &running);
+        // Another settings' server, a half-dead one or one that no longer
+        // accepts connections: stop what is left of it.
+        retire(&dir, &running);
     }
-    if let Some(failure) = recent_failure(dir, &tag) {
+    if let Some(failure) = recent_failure(&dir, &tag) {
         return Err(failure);
     }
-    let started = start(settings);
+    let started = start(settings, &dir, &clients);
     match &started {
         // A server that failed to start is not started again at once; a
         // setting or a file that is wrong is found again without a start.
-        Err(e @ SharedError::StartFailed { .. }) => record_failure(dir, &tag, e),
+        Err(e @ SharedError::StartFailed { .. }) => record_failure(&dir, &tag, e),
         Err(_) => {}
         Ok(_) => {
-            let _forgotten = fs::remove_file(dir.join("failed")).is_ok();
+            let _forgotten = dir.remove(state::FAILED).is_ok();
         }
     }
     started
 }
 
-/// The socket in the state directory the server listens on when no port is
-/// set.
-fn socket_path(dir: &Path) -> PathBuf {
-    dir.join("server.sock")
-}
-
-/// The URL and socket of a server on `port` (0: the Unix socket).
-fn address(dir: &Path, port: u16) -> (String, Option<PathBuf>) {
-    match port {
-        0 => ("http://localhost".to_owned(), Some(socket_path(dir))),
-        p => (format!("http://127.0.0.1:{p}"), None),
+fn endpoint(dir: &PrivateDir, api_key: String, server_pid: u32) -> Endpoint {
+    Endpoint {
+        url: "http://localhost".to_owned(),
+        socket: Some(dir.join(state::SOCKET)),
+        api_key,
+        server_pid,
     }
 }
 
+/// Whether the server's socket is this user's and accepts a connection (a
+/// server that runs but no longer listens is replaced).
+fn answers(dir: &PrivateDir) -> bool {
+    let ours = dir.stat(state::SOCKET).is_ok_and(|st| {
+        st.st_mode & libc::S_IFMT == libc::S_IFSOCK && st.st_uid == private_dir::euid()
+    });
+    ours && std::os::unix::net::UnixStream::connect(dir.join(state::SOCKET)).is_ok()
+}
+
 /// Mark the server used now (the supervisor's idle clock).
-fn touch(dir: &Path) {
-    let _touched = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(dir.join("used"))
+fn touch(dir: &PrivateDir) {
+    let _touched = dir
+        .open_file(state::USED, libc::O_WRONLY | libc::O_CREAT)
         .and_then(|f| f.set_modified(SystemTime::now()))
         .is_ok();
 }
 
-struct Running {
-    supervisor: u32,
-    server: u32,
-    port: u16,
-    tag: String,
-    /// How llama-server ended, once it has (the supervisor then exits).
-    exited: Option<String>,
+fn read_record(dir: &PrivateDir) -> Option<ServerRecord> {
+    ServerRecord::parse(&dir.read_small(state::RECORD, state::MAX_STATE_FILE).ok()?)
 }
 
-impl Running {
-    fn serving(&self) -> bool {
-        self.exited.is_none() && alive(self.supervisor) && alive(self.server)
-    }
-}
-
-fn read_running(dir: &Path) -> Option<Running> {
-    let text = read_small(&dir.join("server.json")).ok()?;
-    let v: Json = serde_json::from_str(&text).ok()?;
-    let pid = |k: &str| v.get(k)?.as_u64().and_then(|n| u32::try_from(n).ok());
-    Some(Running {
-        supervisor: pid("supervisor")?,
-        server: pid("server")?,
-        port: v
-            .get("port")?
-            .as_u64()
-            .and_then(|p| u16::try_from(p).ok())?,
-        tag: v.get("tag")?.as_str()?.to_owned(),
-        exited: v.get("exited").and_then(Json::as_str).map(str::to_owned),
-    })
-}
-
-/// Stop a supervisor that is still there (it stops its server), and forget
-/// the record.
-fn retire(dir: &Path, running: &Running) {
-    if running.exited.is_none() && alive(running.supervisor) {
-        signal(running.supervisor, libc::SIGTERM);
+/// Stop the supervisor and the server a record names, when they are the
+/// processes it was written for (it stops its server), and forget the
+/// record. Processes that merely have their pids now are left alone.
+fn retire(dir: &PrivateDir, running: &ServerRecord) {
+    if running.exited.is_none() && running.this_boot() && running.supervisor.signal(libc::SIGTERM) {
         let begin = Instant::now();
-        while alive(running.supervisor) && begin.elapsed() < Duration::from_secs(8) {
+        while running.supervisor.running() && begin.elapsed() < Duration::from_secs(8) {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    if running.exited.is_none() && alive(running.server) {
-        signal(running.server, libc::SIGKILL);
+    if running.exited.is_none() && running.this_boot() {
+        let _killed = running.server.signal(libc::SIGKILL);
     }
-    let _gone = fs::remove_file(dir.join("server.json")).is_ok();
+    let _gone = dir.remove(state::RECORD).is_ok();
 }
 
-fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
-    let dir = &settings.dir;
+fn start(
+    settings: &Settings,
+    dir: &PrivateDir,
+    clients: &PrivateDir,
+) -> Result<Endpoint, SharedError> {
     crate::engine::model::check_file(&settings.model)
         .map_err(|e| SharedError::Model(e.to_string()))?;
     for (what, path) in [
         ("llama-server", &settings.server_binary),
         ("supervisor", &settings.supervisor_binary),
     ] {
-        let runnable = fs::metadata(path).map_err(|e| e.to_string()).and_then(|m| {
-            if m.is_file() && m.permissions().mode() & 0o111 != 0 {
-                Ok(())
-            } else {
-                Err("not an executable file".to_owned())
-            }
-        });
-        if let Err(reason) = runnable {
-            return Err(SharedError::Binary {
-                what,
-                path: path.clone(),
-                reason,
-            });
-        }
+        state::runnable(path).map_err(|e| SharedError::Binary {
+            what,
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
     }
     let key = new_key()
-        .and_then(|key| write_private(&dir.join("key"), key.as_bytes()).map(|()| key))
-        .map_err(|e| SharedError::Directory {
-            dir: dir.clone(),
-            problem: format!("cannot hold a new key: {e}"),
-        })?;
-    let port = settings.port;
-    let (url, socket) = address(dir, port);
-    // llama-server listens on a path that ends in .sock (mode 0600, set by
-    // the supervisor), or on 127.0.0.1.
-    let listen: Vec<String> = match &socket {
-        Some(path) => {
-            let _stale = fs::remove_file(path).is_ok();
-            vec!["--host".into(), path.display().to_string()]
-        }
-        None => vec![
-            "--host".into(),
-            "127.0.0.1".into(),
-            "--port".into(),
-            port.to_string(),
-        ],
-    };
+        .and_then(|key| dir.write_atomic(state::KEY, key.as_bytes()).map(|()| key))
+        .map_err(|e| dir_error(&settings.dir, format!("cannot hold a new key: {e}")))?;
+    let _stale = dir.remove(state::SOCKET).is_ok();
+    let socket = dir.join(state::SOCKET);
     let log = settings.log_path();
+    // llama-server listens on a path that ends in .sock (mode 0600, set by
+    // the supervisor).
     let mut server_args: Vec<String> = vec![
         settings.server_binary.display().to_string(),
         "--model".into(),
         settings.model.display().to_string(),
-    ];
-    server_args.extend(listen);
-    server_args.extend([
+        "--host".into(),
+        socket.display().to_string(),
         "--api-key-file".into(),
-        dir.join("key").display().to_string(),
+        dir.join(state::KEY).display().to_string(),
         "--parallel".into(),
         settings.slots.to_string(),
         "--ctx-size".into(),
@@ -314,33 +326,27 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
         // (BENCHMARKS.md, "One server for every PHP-FPM worker").
         "--cache-ram".into(),
         "0".into(),
-    ]);
+    ];
     if settings.threads > 0 {
         server_args.push("--threads".into());
         server_args.push(settings.threads.to_string());
     }
     // The same client as the calls, asked once at a time, briefly.
     let probe = Http::new(HttpConfig {
-        base: url.clone(),
+        base: "http://localhost".to_owned(),
         api_key: None,
         timeout: Duration::from_secs(2),
         retries: 0,
         verify_tls: true,
-        unix_socket: socket.clone(),
+        unix_socket: Some(socket.clone()),
     });
     let before = log_len(&log);
     // A client from the start: the supervisor stops a server nobody uses.
-    register(dir);
-    let status = Command::new(&settings.supervisor_binary)
+    register(clients);
+    let mut supervisor = Command::new(&settings.supervisor_binary);
+    supervisor
         .arg("--dir")
-        .arg(dir)
-        .arg("--port")
-        .arg(port.to_string())
-        .args(
-            socket
-                .iter()
-                .flat_map(|path| [std::ffi::OsStr::new("--socket"), path.as_os_str()]),
-        )
+        .arg(dir.path())
         .arg("--tag")
         .arg(settings.tag())
         .arg("--idle")
@@ -349,15 +355,14 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
         .arg(&log)
         .arg("--")
         .args(&server_args)
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| SharedError::Binary {
-            what: "supervisor",
-            path: settings.supervisor_binary.clone(),
-            reason: e.to_string(),
-        })?;
+        .stderr(Stdio::null());
+    state::start_clean(&mut supervisor, &captured().vars);
+    let status = supervisor.status().map_err(|e| SharedError::Binary {
+        what: "supervisor",
+        path: settings.supervisor_binary.clone(),
+        reason: e.to_string(),
+    })?;
     if !status.success() {
         return Err(SharedError::StartFailed {
             detail: format!("the supervisor exited with {status}"),
@@ -366,7 +371,7 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
     }
     let begin = Instant::now();
     loop {
-        let running = read_running(dir);
+        let running = read_record(dir);
         match &running {
             Some(r) if !r.serving() => {
                 return Err(SharedError::StartFailed {
@@ -380,12 +385,7 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
             // llama-server answers 503 while it loads, 200 once it serves.
             Some(r) if probe.get_json("/health", "llama-server").is_ok() => {
                 touch(dir);
-                return Ok(Endpoint {
-                    url,
-                    socket,
-                    api_key: key,
-                    server_pid: r.server,
-                });
+                return Ok(endpoint(dir, key, r.server.pid));
             }
             _ => {}
         }
@@ -395,12 +395,15 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
                 log,
             });
         }
-        if begin.elapsed() > START_TIMEOUT {
+        if begin.elapsed() > settings.start_timeout {
             if let Some(r) = &running {
                 retire(dir, r);
             }
             return Err(SharedError::StartFailed {
-                detail: format!("not ready within {} s", START_TIMEOUT.as_secs()),
+                detail: format!(
+                    "not ready within {} s (php.ini infer.server_start_timeout)",
+                    settings.start_timeout.as_secs()
+                ),
                 log,
             });
         }
@@ -408,70 +411,19 @@ fn start(settings: &Settings) -> Result<Endpoint, SharedError> {
     }
 }
 
-/// Create the directory (0700) or check that this user owns it and nobody
-/// else may write or read it.
-fn prepare_dir(dir: &Path) -> Result<(), SharedError> {
-    let problem = |p: String| SharedError::Directory {
-        dir: dir.to_path_buf(),
-        problem: p,
+/// Note this process as a client of the server (its pid and start time).
+fn register(clients: &PrivateDir) {
+    let Some(me) = ProcessId::me() else {
+        return;
     };
-    match fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let mut builder = fs::DirBuilder::new();
-            builder.recursive(true).mode(0o700);
-            builder
-                .create(dir)
-                .map_err(|e| problem(format!("cannot be created: {e}")))?;
-        }
-        Err(e) => return Err(problem(format!("cannot be read: {e}"))),
-        Ok(meta) => {
-            // SAFETY: getuid has no failure mode.
-            let me = unsafe { libc::geteuid() };
-            if !meta.is_dir() {
-                return Err(problem("is not a directory".to_owned()));
-            }
-            if meta.uid() != me {
-                return Err(problem(format!(
-                    "belongs to user {}, not to this process's user {me}: the shared server serves one user's processes only",
-                    meta.uid()
-                )));
-            }
-            if meta.mode() & 0o077 != 0 {
-                return Err(problem(format!(
-                    "may be read or written by other users (mode {:o}); it must be 0700",
-                    meta.mode() & 0o777
-                )));
-            }
-        }
-    }
-    let clients = dir.join("clients");
-    if !clients.is_dir() {
-        let mut builder = fs::DirBuilder::new();
-        builder.mode(0o700);
-        builder
-            .create(&clients)
-            .or_else(|e| if clients.is_dir() { Ok(()) } else { Err(e) })
-            .map_err(|e| problem(format!("cannot hold clients/: {e}")))?;
-    }
-    Ok(())
-}
-
-/// Note this process as a client of the server.
-fn register(dir: &Path) {
-    let path = dir.join("clients").join(std::process::id().to_string());
-    if !path.exists() {
-        let _created = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(path)
-            .is_ok();
+    let (name, content) = state::registration(me);
+    if clients.read_small(&name, 64).ok().as_deref() != Some(content.as_str()) {
+        let _registered = clients.write_atomic(&name, content.as_bytes()).is_ok();
     }
 }
 
-fn recent_failure(dir: &Path, tag: &str) -> Option<SharedError> {
-    let text = read_small(&dir.join("failed")).ok()?;
+fn recent_failure(dir: &PrivateDir, tag: &str) -> Option<SharedError> {
+    let text = dir.read_small(state::FAILED, state::MAX_STATE_FILE).ok()?;
     let v: Json = serde_json::from_str(&text).ok()?;
     if v.get("tag")?.as_str()? != tag {
         return None;
@@ -495,7 +447,7 @@ fn recent_failure(dir: &Path, tag: &str) -> Option<SharedError> {
     })
 }
 
-fn record_failure(dir: &Path, tag: &str, error: &SharedError) {
+fn record_failure(dir: &PrivateDir, tag: &str, error: &SharedError) {
     let (message, log) = match error {
         SharedError::StartFailed { detail, log } => (detail.clone(), log.display().to_string()),
         other => (other.to_string(), String::new()),
@@ -504,36 +456,43 @@ fn record_failure(dir: &Path, tag: &str, error: &SharedError) {
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let record = serde_json::json!({"tag": tag, "at": at, "error": message, "log": log});
-    let _written = write_private(&dir.join("failed"), record.to_string().as_bytes()).is_ok();
+    let _written = dir
+        .write_atomic(state::FAILED, record.to_string().as_bytes())
+        .is_ok();
 }
 
 /// 32 random bytes from the kernel, as hex.
 fn new_key() -> std::io::Result<String> {
     let mut bytes = [0u8; 32];
-    fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A small state file, refused past 64 KiB.
-fn read_small(path: &Path) -> std::io::Result<String> {
-    let mut text = String::new();
-    fs::File::open(path)?
-        .take(64 * 1024)
-        .read_to_string(&mut text)?;
-    Ok(text.trim().to_owned())
-}
-
 fn log_len(log: &Path) -> u64 {
-    fs::metadata(log).map_or(0, |m| m.len())
+    std::fs::metadata(log).map_or(0, |m| m.len())
 }
 
-/// The last lines the log got since `from` (at most 2 KiB).
+/// The last lines the log got since `from` (at most its last 8 KiB are
+/// read, 2 KiB kept).
 fn log_tail(log: &Path, from: u64) -> String {
-    let Ok(bytes) = fs::read(log) else {
+    const WINDOW: u64 = 8 * 1024;
+    let read = || -> std::io::Result<Vec<u8>> {
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(log)?;
+        let len = file.metadata()?.len();
+        file.seek(std::io::SeekFrom::Start(
+            from.max(len.saturating_sub(WINDOW)),
+        ))?;
+        let mut bytes = Vec::new();
+        file.take(WINDOW).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
+    let Ok(bytes) = read() else {
         return "its log is unreadable".to_owned();
     };
-    let start = usize::try_from(from).unwrap_or(0).min(bytes.len());
-    let new = String::from_utf8_lossy(&bytes[start..]);
+    let new = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = new.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(4)..].join(" / ");
     let mut tail: String = tail
@@ -548,61 +507,4 @@ fn log_tail(log: &Path, from: u64) -> String {
         tail = "it wrote nothing".to_owned();
     }
     tail
-}
-
-/// Whether the process runs: it exists and has not exited (a killed
-/// server stays a zombie until its supervisor reaps it).
-fn alive(pid: u32) -> bool {
-    let Ok(id) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only asks whether the process exists.
-    if id <= 0 || unsafe { libc::kill(id, 0) } != 0 {
-        return false;
-    }
-    // The state follows the command name, which is in parentheses.
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_none_or(|(_, rest)| !rest.starts_with('Z')),
-        Err(_) => true,
-    }
-}
-
-fn signal(pid: u32, sig: libc::c_int) {
-    if let Ok(pid) = libc::pid_t::try_from(pid) {
-        if pid > 0 {
-            // SAFETY: signalling a process this installation started.
-            unsafe { libc::kill(pid, sig) };
-        }
-    }
-}
-
-/// An exclusive `flock` on a file, released when dropped.
-struct Lock {
-    _file: fs::File,
-}
-
-impl Lock {
-    fn take(path: &Path) -> Result<Lock, SharedError> {
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| SharedError::Directory {
-                dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-                problem: format!("cannot hold its lock: {e}"),
-            })?;
-        use std::os::fd::AsRawFd as _;
-        // SAFETY: a valid descriptor owned by `file`.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(SharedError::Directory {
-                dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-                problem: format!("cannot be locked: {}", std::io::Error::last_os_error()),
-            });
-        }
-        Ok(Lock { _file: file })
-    }
 }

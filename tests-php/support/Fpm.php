@@ -24,8 +24,9 @@ final class Fpm
 
     /**
      * @param array<string, string> $ini extra php.ini settings (-d)
+     * @param array<string, string> $pool the pool's php_admin_value settings (applied in each worker)
      */
-    public function __construct(int $workers, string $modelPath, array $ini = [])
+    public function __construct(int $workers, string $modelPath, array $ini = [], array $pool = [])
     {
         $binary = self::binary();
         if ($binary === null) {
@@ -37,6 +38,10 @@ final class Fpm
         $probe = stream_socket_server('tcp://127.0.0.1:0');
         $this->port = (int) substr(strrchr(stream_socket_get_name($probe, false), ':'), 1);
         fclose($probe);
+        $admin = '';
+        foreach ($pool as $name => $value) {
+            $admin .= "php_admin_value[$name] = $value\n";
+        }
         $root = posix_getuid() === 0;
         $user = $root ? "user = root\ngroup = root\n" : '';
         file_put_contents("{$this->dir}/fpm.conf", <<<CONF
@@ -52,6 +57,7 @@ final class Fpm
             clear_env = no
             catch_workers_output = yes
             env[INFER_MODEL] = $modelPath
+            $admin
             CONF);
         $cmd = [$binary, '-n', '-d', 'extension=' . DefaultModel::extension(), '-d', 'memory_limit=512M'];
         foreach ($ini as $name => $value) {

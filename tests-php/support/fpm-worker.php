@@ -20,6 +20,14 @@ try {
             $r = $model()->chat(Prompt::system(prompt_cache_system((int) ($_GET['sys'] ?? 0)))->withUser($q), maxTokens: 4);
             return ['text' => $r->text(), 'cached' => $r->cachedTokens(), 'prompt' => $r->promptTokens(), 'cache' => $r->timings()['cache']];
         })(),
+        'store-row' => (function () {
+            ob_start();
+            phpinfo(INFO_MODULES);
+            // HTML under PHP-FPM: one row, its cells as text.
+            $info = html_entity_decode(strip_tags(str_replace('</td><td class="v">', ' => ', (string) ob_get_clean())));
+            preg_match('/^prompt cache \(shared\) *=> (.*?) *$/m', $info, $m);
+            return $m[1] ?? null;
+        })(),
         'grammar' => $model()->chat(Prompt::user($q), maxTokens: 4, options: ['grammar' => 'root ::= "yes" | "no"'])->text(),
         'bad-file' => Model::load('/dev/zero'),
         'bad-gguf' => Model::load(__FILE__),

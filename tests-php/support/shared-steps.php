@@ -10,6 +10,8 @@ use Displace\Infer\{Model, Prompt};
 $path = $argv[1];
 $schema = ['type' => 'object', 'properties' => ['fruit' => ['type' => 'string', 'maxLength' => 20]], 'required' => ['fruit']];
 foreach (array_slice($argv, 2) as $step) {
+    // "name:arg:arg…"
+    [$step, $args] = [explode(':', $step)[0], array_slice(explode(':', $step), 1)];
     $out = ['step' => $step, 'pid' => getmypid()];
     try {
         $model = fn (array $options = ['shared' => true]): Model => Model::load($path, $options);
@@ -47,6 +49,20 @@ foreach (array_slice($argv, 2) as $step) {
             case 'wait':
                 usleep(500000);
                 break;
+            case 'putenv':
+                // What a script confined by disable_functions may still do.
+                putenv("LD_PRELOAD={$args[0]}");
+                putenv("TMPDIR={$args[1]}");
+                putenv('LLAMA_ARG_HOST=0.0.0.0');
+                break;
+            case 'hold-fds':
+                // A file and a listening socket open at the moment of the
+                // start (under PHP-FPM: a worker's connections); their
+                // descriptors' targets, as /proc lists them.
+                $before = fd_targets();
+                $GLOBALS['held'] = [fopen(tempnam(sys_get_temp_dir(), 'infer-held-'), 'w'), stream_socket_server('tcp://127.0.0.1:0')];
+                $out['held'] = array_values(array_diff(fd_targets(), $before));
+                break;
             default:
                 throw new InvalidArgumentException("unknown step $step");
         }
@@ -55,4 +71,16 @@ foreach (array_slice($argv, 2) as $step) {
     }
     echo json_encode($out, JSON_INVALID_UTF8_SUBSTITUTE), "\n";
     flush();
+}
+
+/** @return list<string> what this process's descriptors above 2 point to */
+function fd_targets(): array
+{
+    $targets = [];
+    foreach (scandir('/proc/self/fd') as $fd) {
+        if (ctype_digit($fd) && (int) $fd > 2) {
+            $targets[] = (string) @readlink("/proc/self/fd/$fd");
+        }
+    }
+    return array_values(array_unique($targets));
 }
