@@ -479,6 +479,12 @@ impl PrivateDir {
 
     /// The names in the directory (without `.` and `..`).
     pub fn names(&self) -> io::Result<Vec<OsString>> {
+        self.names_starting_with(b"")
+    }
+
+    /// The names in the directory that start with `prefix` (only those are
+    /// copied: a lookup among thousands of entries lists them all).
+    pub fn names_starting_with(&self, prefix: &[u8]) -> io::Result<Vec<OsString>> {
         // SAFETY: dup of a valid descriptor; fdopendir owns the copy and
         // closedir closes it; readdir's entries are read before the next call.
         unsafe {
@@ -501,7 +507,7 @@ impl PrivateDir {
                     break;
                 }
                 let name = CStr::from_ptr((*entry).d_name.as_ptr()).to_bytes();
-                if name != b"." && name != b".." {
+                if name != b"." && name != b".." && name.starts_with(prefix) {
                     names.push(OsString::from_vec(name.to_vec()));
                 }
             }

@@ -474,7 +474,7 @@ impl Dir {
         // Every entry that may share a prefix with the prompt, and how much.
         let mut shared = Vec::new();
         let mut reads = 0;
-        for (file, name) in list(&held) {
+        for (file, name) in list(&held, &EntryName::prefix(key, head)) {
             if name.key != key || name.head != head {
                 continue;
             }
@@ -603,6 +603,12 @@ impl std::fmt::Display for EntryName {
 }
 
 impl EntryName {
+    /// The start of the names of `key`'s entries whose first tokens hash to
+    /// `head`.
+    fn prefix(key: u64, head: u64) -> String {
+        format!("{key:016x}-{head:016x}-")
+    }
+
     fn parse(name: &str) -> Option<Self> {
         let mut parts = name.strip_suffix(SUFFIX)?.split('-');
         let hex = |s: &str| (s.len() == 16).then(|| u64::from_str_radix(s, 16).ok())?;
@@ -617,9 +623,9 @@ impl EntryName {
 }
 
 /// The entries of the directory by name (whatever they are: opening
-/// checks).
-fn list(held: &PrivateDir) -> Vec<(String, EntryName)> {
-    held.names()
+/// checks), those whose name starts with `prefix`.
+fn list(held: &PrivateDir, prefix: &str) -> Vec<(String, EntryName)> {
+    held.names_starting_with(prefix.as_bytes())
         .unwrap_or_default()
         .into_iter()
         .filter_map(|n| {
@@ -633,7 +639,7 @@ fn list(held: &PrivateDir) -> Vec<(String, EntryName)> {
 /// This user's regular entry files: name, size and modification time.
 fn our_entries(held: &PrivateDir) -> Vec<(String, u64, SystemTime)> {
     let me = crate::private_dir::euid();
-    list(held)
+    list(held, "")
         .into_iter()
         .filter_map(|(file, _)| {
             let st = held.stat(&file).ok()?;
