@@ -56,7 +56,12 @@ fn main() {
     prefix_store::write(key, 1, &prompt(1), 0, &vec![7u8; STATE]);
     let Some(real) = std::fs::read_dir(&dir)
         .ok()
-        .and_then(|mut r| r.find_map(|e| e.ok().filter(|e| e.file_name().to_string_lossy().ends_with(".kv"))))
+        .and_then(|mut r| {
+            r.find_map(|e| {
+                e.ok()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".kv"))
+            })
+        })
         .map(|e| e.file_name().to_string_lossy().into_owned())
     else {
         eprintln!("the entry was not written");
@@ -65,7 +70,13 @@ fn main() {
     // `{key}-{head}-{len}-{full}.kv`: the same entry under other heads.
     let parts: Vec<&str> = real.split('-').collect();
     for i in 1..entries {
-        let name = format!("{}-{:016x}-{}-{}", parts[0], i as u64 * 0x9e37_79b9, parts[2], parts[3]);
+        let name = format!(
+            "{}-{:016x}-{}-{}",
+            parts[0],
+            i as u64 * 0x9e37_79b9,
+            parts[2],
+            parts[3]
+        );
         if let Err(e) = std::fs::hard_link(dir.join(&real), dir.join(name)) {
             eprintln!("cannot link: {e}");
             std::process::exit(1);

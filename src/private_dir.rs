@@ -119,6 +119,14 @@ impl std::fmt::Display for DirProblem {
     }
 }
 
+/// The temporary directory as it was when the extension started (the
+/// binding calls this at MINIT, before any script can `putenv("TMPDIR=…")`;
+/// later calls return the same).
+pub fn startup_temp_dir() -> PathBuf {
+    static AT_START: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    AT_START.get_or_init(std::env::temp_dir).clone()
+}
+
 /// This process's effective user.
 pub fn euid() -> u32 {
     // SAFETY: geteuid has no failure mode.

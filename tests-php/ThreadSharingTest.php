@@ -116,6 +116,39 @@ final class ThreadSharingTest extends InferTestCase
         $this->assertSame(0, self::heldSlots(), 'the kernel released the killed process\'s slot');
     }
 
+    /**
+     * Another user makes a user's registry first (mode 0777) and plants a
+     * link for every slot, pointing into a directory the user can write to:
+     * the registry is refused (the call runs on every core, as without one)
+     * and no link is followed — before, the user's process created a file
+     * at every link's target.
+     */
+    public function testARegistryAnotherUserMadeIsRefusedAndItsLinksNotFollowed(): void
+    {
+        if (posix_getuid() !== 0) {
+            $this->fail('this test runs as root (as make test does), to act as two other users');
+        }
+        $victim = posix_getpwnam('nobody');
+        $attacker = posix_getpwnam('daemon');
+        $registry = "/dev/shm/infer-{$victim['uid']}";
+        $targets = sys_get_temp_dir() . '/infer-registry-targets-' . getmypid();
+        exec('rm -rf ' . escapeshellarg($registry));
+        mkdir($targets, 0700);
+        chown($targets, $victim['uid']);
+        try {
+            $as = fn (array $user, string $command) => exec("setpriv --reuid={$user['uid']} --regid={$user['gid']} --clear-groups sh -c " . escapeshellarg($command) . ' 2>&1', $out, $status) !== false && $status === 0;
+            $plant = 'mkdir -m 0777 ' . escapeshellarg($registry) . ' && for i in $(seq 0 63); do ln -s ' . escapeshellarg($targets) . '/slot-$i ' . escapeshellarg($registry) . '/slot-$i; done';
+            $this->assertTrue($as($attacker, $plant), 'the attacker planted the registry');
+            $code = 'echo Displace\Infer\Model::load($argv[1])->chat(Displace\Infer\Prompt::user("Hi"), 4)->text() !== "" ? "answered" : "empty";';
+            $cmd = 'setpriv --reuid=' . $victim['uid'] . ' --regid=' . $victim['gid'] . ' --clear-groups ' . escapeshellarg(PHP_BINARY)
+                . ' -n -d extension=' . escapeshellarg(DefaultModel::extension()) . ' -r ' . escapeshellarg($code) . ' ' . escapeshellarg(self::modelPath()) . ' 2>&1';
+            $this->assertSame('answered', (string) shell_exec($cmd));
+            $this->assertSame(['.', '..'], scandir($targets), 'no link of the planted registry was followed');
+        } finally {
+            exec('rm -rf ' . escapeshellarg($registry) . ' ' . escapeshellarg($targets));
+        }
+    }
+
     public function testAFixedThreadCountDoesNotShare(): void
     {
         $seen = $this->watchGenerator(['n_threads' => 2], 2.0);

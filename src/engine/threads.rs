@@ -11,10 +11,13 @@
 //! start and finish. A lone process keeps every core.
 //!
 //! The registry is a directory of slot files (`/dev/shm/infer-<uid>`, else
-//! the temporary directory). A slot is held with `flock`, which the kernel
-//! releases when the process dies, so a crashed worker never leaks one.
-//! Where the registry cannot be used, every call runs on every core, as
-//! before.
+//! in the temporary directory PHP started with), opened as a
+//! [`PrivateDir`]: this user's alone, never through a link, its slot files
+//! regular files of this user's (another user who made the directory first,
+//! or planted links in it, gets it refused rather than used). A slot is held
+//! with `flock`, which the kernel releases when the process dies, so a
+//! crashed worker never leaks one. Where the registry cannot be used, every
+//! call runs on every core, as before.
 //!
 //! Counting the slots takes up to [`SLOTS`] `flock` calls. A generating
 //! call recounts every few tokens, so the count is shared by the process's
@@ -22,12 +25,13 @@
 //! slots are counted at most once per period (and at once after this
 //! process takes or frees one).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use crate::private_dir::{self, PrivateDir, Rule};
 
 /// Slots in the registry: at most this many processes are counted; more
 /// generate with one thread each.
@@ -57,37 +61,22 @@ struct SlotFiles {
 static REGISTRY: Mutex<Option<(u32, Option<SlotFiles>)>> = Mutex::new(None);
 
 fn registry_dir() -> PathBuf {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
     let shm = std::path::Path::new("/dev/shm");
     let base = if shm.is_dir() {
         shm.to_path_buf()
     } else {
-        std::env::temp_dir()
+        private_dir::startup_temp_dir()
     };
-    base.join(format!("infer-{uid}"))
+    base.join(format!("infer-{}", private_dir::euid()))
 }
 
 impl SlotFiles {
     fn open() -> Option<Self> {
-        let dir = registry_dir();
-        // Another process may create it at the same moment: only a directory
-        // that exists afterwards matters.
-        let _created = std::fs::DirBuilder::new().mode(0o700).create(&dir);
-        if !dir.is_dir() {
-            return None;
-        }
+        // Another process may create it at the same moment: whoever made
+        // it, it is checked as opened.
+        let dir = PrivateDir::open(&registry_dir(), Rule::Private, true).ok()?;
         let files = (0..SLOTS)
-            .map(|i| {
-                OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .mode(0o600)
-                    .custom_flags(libc::O_CLOEXEC)
-                    .open(dir.join(format!("slot-{i}")))
-            })
+            .map(|i| dir.open_file(&format!("slot-{i}"), libc::O_RDWR | libc::O_CREAT))
             .collect::<Result<Vec<_>, _>>()
             .ok()?;
         Some(Self {

@@ -58,7 +58,6 @@ pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(120);
 #[derive(Debug)]
 struct Captured {
     vars: Vec<(OsString, OsString)>,
-    temp_dir: PathBuf,
 }
 
 static CAPTURED: OnceLock<Captured> = OnceLock::new();
@@ -70,18 +69,18 @@ pub fn capture_environment() {
 }
 
 fn captured() -> &'static Captured {
-    CAPTURED.get_or_init(|| Captured {
-        vars: state::allowed_env(std::env::vars_os()),
-        temp_dir: std::env::temp_dir(),
+    CAPTURED.get_or_init(|| {
+        private_dir::startup_temp_dir();
+        Captured {
+            vars: state::allowed_env(std::env::vars_os()),
+        }
     })
 }
 
 /// The state directory when php.ini names none: `infer-server-<uid>` in the
 /// temporary directory the extension started with.
 pub fn default_dir() -> PathBuf {
-    captured()
-        .temp_dir
-        .join(format!("infer-server-{}", private_dir::euid()))
+    private_dir::startup_temp_dir().join(format!("infer-server-{}", private_dir::euid()))
 }
 
 /// The settings of the shared server (php.ini `infer.server_*`).
