@@ -63,9 +63,10 @@ fn model_ptr(model: &LlamaModel) -> NonNull<sys::llama_model> {
     unsafe { *std::ptr::from_ref(model).cast::<Raw>() }
 }
 
-/// The texts llama.cpp reads as a token only when special tokens are
-/// parsed: those of the control tokens (`<|im_end|>`) and the unknown token.
-pub(super) fn control_texts(model: &LlamaModel) -> Vec<String> {
+/// The tokens of `model` that have any of the attributes `mask`
+/// (`sys::LLAMA_TOKEN_ATTR_*`), with their texts as the vocabulary stores
+/// them.
+pub(super) fn tokens_with_attr(model: &LlamaModel, mask: u32) -> Vec<(LlamaToken, String)> {
     // SAFETY: the model pointer is valid while `model` is borrowed and the
     // vocabulary lives in the model; every id is below the vocabulary's
     // size, so `llama_vocab_get_attr` / `_get_text` index inside it, and
@@ -73,21 +74,32 @@ pub(super) fn control_texts(model: &LlamaModel) -> Vec<String> {
     unsafe {
         let vocab = sys::llama_model_get_vocab(model_ptr(model).as_ptr());
         (0..sys::llama_vocab_n_tokens(vocab))
-            .filter(|&id| {
-                sys::llama_vocab_get_attr(vocab, id)
-                    & (sys::LLAMA_TOKEN_ATTR_CONTROL | sys::LLAMA_TOKEN_ATTR_UNKNOWN)
-                    != 0
-            })
+            .filter(|&id| sys::llama_vocab_get_attr(vocab, id) & mask != 0)
             .filter_map(|id| {
                 let text = sys::llama_vocab_get_text(vocab, id);
                 (!text.is_null()).then(|| {
-                    std::ffi::CStr::from_ptr(text)
-                        .to_string_lossy()
-                        .into_owned()
+                    (
+                        LlamaToken(id),
+                        std::ffi::CStr::from_ptr(text)
+                            .to_string_lossy()
+                            .into_owned(),
+                    )
                 })
             })
             .collect()
     }
+}
+
+/// The texts llama.cpp reads as a token only when special tokens are
+/// parsed: those of the control tokens (`<|im_end|>`) and the unknown token.
+pub(super) fn control_texts(model: &LlamaModel) -> Vec<String> {
+    tokens_with_attr(
+        model,
+        sys::LLAMA_TOKEN_ATTR_CONTROL | sys::LLAMA_TOKEN_ATTR_UNKNOWN,
+    )
+    .into_iter()
+    .map(|(_, text)| text)
+    .collect()
 }
 
 /// One sequence's keys and values as llama.cpp serialises them. Only

@@ -223,8 +223,14 @@ impl Progress {
         }
         // The tokens must spell a prefix of the forced text exactly (a
         // tokenizer that normalises text would not); else nothing is forced.
+        // They stop where the model writes the text itself: a user-defined
+        // token's text, which it may spell as that token or as text.
         let mut spelled = Vec::with_capacity(forced.len());
-        for &token in &tokens {
+        for (i, &token) in tokens.iter().enumerate() {
+            if sampler.model_spells(forced.get(spelled.len()..).unwrap_or_default()) {
+                tokens.truncate(i);
+                break;
+            }
             vocab.token_to_piece_into(token, &mut spelled, false, None);
         }
         if !forced.starts_with(&spelled) || spelled.is_empty() {

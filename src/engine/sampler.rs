@@ -100,6 +100,14 @@ impl GrammarSampler {
         self.extendable.as_ref().is_none_or(|e| e.may_merge(token))
     }
 
+    /// Whether the model writes `rest`'s start itself (see
+    /// [`Extendable::model_spells`]; `true` when unknown).
+    pub fn model_spells(&self, rest: &[u8]) -> bool {
+        self.extendable
+            .as_ref()
+            .is_none_or(|e| e.model_spells(rest))
+    }
+
     /// Back to the start of the grammar.
     pub fn reset(&mut self) {
         self.sampler.reset();
@@ -184,8 +192,17 @@ impl Drop for GrammarSampler {
 /// only such a token, written at the end of a forced text, could merge
 /// with what follows into one token (`th` + `e` → `the`), so only such a
 /// token is held back by fast-forward for the model to choose.
+///
+/// And the texts of its user-defined tokens (Qwen's `<tool_call>` and
+/// `</tool_call>`, a reasoning model's `</think>`): llama.cpp's tokenizer
+/// always reads such a text as the one token, but a model may write it
+/// either way (Qwen2.5-Coder-0.5B, sampling, often writes `</` `tool`
+/// `_call` `>`), and what follows depends on which: fed the one token
+/// after a call it opened in text, it goes on to open another call. So
+/// where a forced text reaches such a text, the model writes it.
 pub struct Extendable {
     tokens: Vec<bool>,
+    spelled_either_way: Vec<Vec<u8>>,
 }
 
 impl Extendable {
@@ -207,12 +224,30 @@ impl Extendable {
                 prefixes.insert(&p[..end]);
             }
         }
+        let spelled_either_way =
+            super::context::tokens_with_attr(model, llama_cpp_sys_2::LLAMA_TOKEN_ATTR_USER_DEFINED)
+                .into_iter()
+                .filter_map(|(token, _)| pieces.get(usize::try_from(token.0).ok()?).cloned())
+                .filter(|p| !p.is_empty())
+                .collect();
         Self {
             tokens: pieces
                 .iter()
                 .map(|p| p.is_empty() || prefixes.contains(p.as_slice()))
                 .collect(),
+            spelled_either_way,
         }
+    }
+
+    /// Whether the text `rest`, at a token boundary of a forced text, begins
+    /// with a user-defined token's text, or is cut short inside one: the
+    /// model chooses how to write it (see [`Extendable`]).
+    pub fn model_spells(&self, rest: &[u8]) -> bool {
+        !rest.is_empty()
+            && self
+                .spelled_either_way
+                .iter()
+                .any(|u| rest.starts_with(u) || u.starts_with(rest))
     }
 
     pub fn may_merge(&self, token: LlamaToken) -> bool {
@@ -450,6 +485,12 @@ impl Sampler {
         self.grammar.as_ref().is_none_or(|g| g.may_merge(token))
     }
 
+    /// Whether the model writes the start of `rest`, the rest of a forced
+    /// text (see [`Extendable::model_spells`]).
+    pub fn model_spells(&self, rest: &[u8]) -> bool {
+        self.grammar.as_ref().is_none_or(|g| g.model_spells(rest))
+    }
+
     /// Take `token`, which the grammar forced: the grammar advances past it,
     /// and the filters and the pick see it as they see a sampled token.
     /// Returns false, taking nothing and forcing nothing from then on, when
@@ -599,4 +640,36 @@ fn samplers(model: &LlamaModel, params: &GenerateParams) -> (Option<LlamaSampler
     };
     let filters = (!filters.is_empty()).then(|| LlamaSampler::chain_simple(filters));
     (filters, pick)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Extendable;
+
+    /// A forced run stops where a user-defined token's text begins, or
+    /// where the forced text ends inside one; nowhere else.
+    #[test]
+    fn the_model_spells_user_defined_texts() {
+        let e = Extendable {
+            tokens: Vec::new(),
+            spelled_either_way: vec![b"</tool_call>".to_vec(), b"<tool_call>".to_vec()],
+        };
+        for rest in [
+            &b"</tool_call>"[..],
+            b"</tool_call>\n<tool_call>",
+            b"</tool",
+            b"<",
+            b"<tool_call>\n{",
+        ] {
+            assert!(e.model_spells(rest), "{}", String::from_utf8_lossy(rest));
+        }
+        for rest in [
+            &b"\"}}\n</tool_call>"[..],
+            b"tool_call>",
+            b"x<tool_call>",
+            b"",
+        ] {
+            assert!(!e.model_spells(rest), "{}", String::from_utf8_lossy(rest));
+        }
+    }
 }
