@@ -726,4 +726,32 @@ __attribute__((constructor)) static void mark(void) { FILE *f = fopen("' . $mark
         $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} passes through the symbolic link {$this->dir}; give the directory's real path", $answer['error']);
         $this->assertSame(['.', '..'], scandir($target), 'nothing written where the link points');
     }
+
+    public function testWhatTheStateDirectoryHoldsInPlaceOfItsFilesIsNamed(): void
+    {
+        // A directory where the lock should be; a file where clients/ should be.
+        mkdir($this->dir, 0700);
+        mkdir("{$this->dir}/lock", 0700);
+        [$answer] = $this->steps(['chat']);
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} cannot hold its lock: Is a directory (os error 21)", $answer['error']);
+        rmdir("{$this->dir}/lock");
+        rmdir("{$this->dir}/clients");
+        file_put_contents("{$this->dir}/clients", 'x');
+        [$answer] = $this->steps(['chat']);
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} cannot hold clients/: is not a directory ({$this->dir}/clients)", $answer['error']);
+        $this->assertNull($this->record());
+    }
+
+    public function testAKeyThatIsNoLongerAFileIsNamed(): void
+    {
+        $proc = proc_open($this->command($this->ini(), ['chat', 'wait', 'chat']), [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        $first = json_decode((string) fgets($pipes[1]), true);
+        $this->assertOk($first);
+        $this->servers[] = $first['info']['server_pid'];
+        // The later load of the same process reads the key again.
+        unlink("{$this->dir}/key");
+        posix_mkfifo("{$this->dir}/key", 0600);
+        [, $second] = self::jsonLinesOf($proc, $pipes);
+        $this->assertSame("Displace\\Infer\\ModelLoadException: the shared server's directory {$this->dir} has no readable key: key is not a regular file", $second['error']);
+    }
 }
