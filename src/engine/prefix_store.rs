@@ -895,6 +895,25 @@ mod tests {
         dir
     }
 
+    /// A model's identity, as SmolLM2-135M's shape.
+    fn identity() -> ModelIdentity {
+        ModelIdentity {
+            file: FileId {
+                dev: 1,
+                ino: 2,
+                size: 3,
+                mtime_sec: 4,
+                mtime_nsec: 5,
+            },
+            n_gpu_layers: 0,
+            main_gpu: None,
+            n_vocab: 49152,
+            n_layer: 30,
+            n_embd: 576,
+            bound: StateBound::for_shape(30, 576),
+        }
+    }
+
     /// 100 tokens of system prompt `sys`, then 20 of question `q`.
     fn prompt(sys: i32, q: i32) -> Vec<LlamaToken> {
         let mut t: Vec<LlamaToken> = (sys * 1000..sys * 1000 + 100).map(LlamaToken).collect();
@@ -1131,21 +1150,7 @@ mod tests {
 
     #[test]
     fn every_part_of_a_models_identity_and_the_layout_change_the_key() {
-        let model = ModelIdentity {
-            file: FileId {
-                dev: 1,
-                ino: 2,
-                size: 3,
-                mtime_sec: 4,
-                mtime_nsec: 5,
-            },
-            n_gpu_layers: 0,
-            main_gpu: None,
-            n_vocab: 49152,
-            n_layer: 30,
-            n_embd: 576,
-            bound: StateBound::for_shape(30, 576),
-        };
+        let model = identity();
         let base = key(&model, 1);
         assert!(base.is_some());
         assert_eq!(key(&model, 1), base, "stable");
@@ -1252,21 +1257,7 @@ mod tests {
 
     #[test]
     fn the_namespace_is_part_of_the_key() {
-        let model = ModelIdentity {
-            file: FileId {
-                dev: 1,
-                ino: 2,
-                size: 3,
-                mtime_sec: 4,
-                mtime_nsec: 5,
-            },
-            n_gpu_layers: 0,
-            main_gpu: None,
-            n_vocab: 49152,
-            n_layer: 30,
-            n_embd: 576,
-            bound: StateBound::for_shape(30, 576),
-        };
+        let model = identity();
         let keys: Vec<Option<u64>> = ["", "shop", "blog"]
             .iter()
             .map(|ns| {
