@@ -1,7 +1,5 @@
 //! A loaded GGUF model and the calls made on it.
 
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use std::borrow::Cow;
@@ -22,7 +20,9 @@ use super::embed;
 use super::generate;
 use super::persistent::FileId;
 use super::prefix_cache;
-use super::prefix_store::{ModelIdentity, StateBound};
+use super::prefix_store::ModelIdentity;
+
+mod file;
 use super::sampler::{GrammarCache, GrammarSampler, Sampler};
 use super::session::Session;
 use super::shelf::{Fit, Shelf};
@@ -35,33 +35,11 @@ use crate::chat::{self, Message};
 use crate::common::error::{InferenceError, InferenceResult, List, LoadError};
 use crate::common::params::{Constraint, GenerateParams, LoadParams, Pooling, StopCheck};
 use crate::common::Generation;
-
-/// The most a saved sequence of `model` can take (the prompt store believes
-/// no entry beyond it): its attention's widest row — the embedding, or the
-/// heads times their key or value length, from the GGUF's metadata — for
-/// every layer.
-fn state_bound(model: &LlamaModel) -> StateBound {
-    let arch = model
-        .meta_val_str("general.architecture")
-        .unwrap_or_default();
-    let length = |what: &str| {
-        model
-            .meta_val_str(&format!("{arch}.attention.{what}_length"))
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let heads = u64::from(model.n_head().max(model.n_head_kv()).max(1));
-    let embd = u64::try_from(model.n_embd()).unwrap_or(0);
-    let width = embd.max(heads * length("key")).max(heads * length("value"));
-    StateBound::for_shape(model.n_layer(), width)
-}
+pub(crate) use file::check_file;
+use file::state_bound;
 
 /// ggml's default polling level, kept for a pool of fixed size.
 const FIXED_POLL: u32 = 50;
-
-/// Every GGUF file starts with these four bytes.
-const GGUF_MAGIC: &[u8; 4] = b"GGUF";
 
 /// What a model keeps between calls: the contexts of the last calls (with
 /// their KV caches) and the grammars parsed so far. They point into the
@@ -768,118 +746,11 @@ impl Drop for Model {
     }
 }
 
-/// Reject what is certainly not a loadable GGUF file.
-pub(crate) fn check_file(path: &Path) -> Result<(), LoadError> {
-    let owned = || path.to_path_buf();
-    if path.as_os_str().as_encoded_bytes().contains(&0) {
-        return Err(LoadError::NulInPath);
-    }
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => LoadError::NotFound { path: owned() },
-        _ => LoadError::Unreadable {
-            path: owned(),
-            reason: e.to_string(),
-        },
-    })?;
-    if meta.is_dir() {
-        return Err(LoadError::IsDirectory { path: owned() });
-    }
-    if !meta.is_file() {
-        return Err(LoadError::NotAFile { path: owned() });
-    }
-    if meta.len() == 0 {
-        return Err(LoadError::Empty { path: owned() });
-    }
-    let mut magic = [0u8; 4];
-    let mut file = File::open(path).map_err(|e| LoadError::Unreadable {
-        path: owned(),
-        reason: e.to_string(),
-    })?;
-    let read = read_up_to(&mut file, &mut magic).map_err(|e| LoadError::Unreadable {
-        path: owned(),
-        reason: e.to_string(),
-    })?;
-    if &magic[..read] != GGUF_MAGIC {
-        return Err(LoadError::NotGguf {
-            path: owned(),
-            found: String::from_utf8_lossy(&magic[..read]).into_owned(),
-        });
-    }
-    Ok(())
-}
-
 /// How a kept context suits a call that needs `shape`.
 fn fit_shape(ctx: &Context, shape: Shape) -> Fit {
     if ctx.shape() == shape && ctx.is_usable() {
         Fit::Fits(0)
     } else {
         Fit::Misfit
-    }
-}
-
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..])? {
-            0 => break,
-            n => filled += n,
-        }
-    }
-    Ok(filled)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("infer-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
-        std::fs::File::create(&path)
-            .unwrap()
-            .write_all(bytes)
-            .unwrap();
-        path
-    }
-
-    #[test]
-    fn missing_file_is_not_found() {
-        let err = check_file(Path::new("/nonexistent/model.gguf")).unwrap_err();
-        assert!(matches!(err, LoadError::NotFound { .. }), "{err}");
-    }
-
-    #[test]
-    fn directory_is_rejected() {
-        let err = check_file(&std::env::temp_dir()).unwrap_err();
-        assert!(matches!(err, LoadError::IsDirectory { .. }), "{err}");
-    }
-
-    #[test]
-    fn empty_file_is_rejected() {
-        let err = check_file(&temp_file("empty.gguf", b"")).unwrap_err();
-        assert!(matches!(err, LoadError::Empty { .. }), "{err}");
-    }
-
-    #[test]
-    fn wrong_magic_is_not_gguf() {
-        let err = check_file(&temp_file("text.gguf", b"hello world")).unwrap_err();
-        assert_eq!(
-            err.to_string().split(':').next().unwrap(),
-            "not a GGUF file (the first 4 bytes are \"hell\", expected \"GGUF\")"
-        );
-    }
-
-    #[test]
-    fn device_files_are_not_regular_files() {
-        let err = check_file(Path::new("/dev/zero")).unwrap_err();
-        assert!(matches!(err, LoadError::NotAFile { .. }), "{err}");
-    }
-
-    #[test]
-    fn short_file_with_magic_passes_the_precheck() {
-        // llama.cpp itself rejects the truncated header; see tests/model_load.rs.
-        assert!(check_file(&temp_file("magic.gguf", b"GGUF")).is_ok());
     }
 }
