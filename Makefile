@@ -58,7 +58,7 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state
+.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -139,7 +139,7 @@ lint:
 # Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -278,3 +278,11 @@ bench-idle-pool: build model
 bench-shared-state: build model llama-server
 	cargo run --release $(CORE) --example store_lookup -- 10000 20
 	$(PHP_BIN) bench/shared_load.php $(INFER_MODEL) $(INFER_LLAMA_SERVER) $(BEFORE_EXT) $(EXT)
+
+# Prompt lookup (option `lookup`) against the same calls without it and
+# against llama.cpp's own llama-lookup (bench/lookup.php; BENCHMARKS.md,
+# "Prompt lookup").
+bench-lookup: build model qwen-model
+	bash bench/build-llama-tools.sh
+	$(PHP_WITH_EXT) bench/lookup.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
+	$(PHP_WITH_EXT) bench/lookup.php $(INFER_QWEN_MODEL) target/llama-tools/bin $(BENCH_THREADS) 3

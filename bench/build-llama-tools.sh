@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build llama.cpp's own `llama-completion` and `llama-bench`, the baselines of
-# bench/perf.php, from the llama.cpp sources the extension links against (the
-# tree vendored in the llama-cpp-sys-2 crate). That crate ships the libraries
-# but not the tools' sources, so those two directories come from the
+# bench/perf.php, and the other tools below, from the llama.cpp sources the
+# extension links against (the tree vendored in the llama-cpp-sys-2 crate).
+# That crate ships the libraries but not the tools' sources, so those come from the
 # llama-cpp-python sdist on PyPI, which carries the full tree. Same flags as the
 # extension's build (llama-cpp-sys-2's defaults): GGML_NATIVE off, so ggml's
 # portable x86 set (SSE4.2, AVX, AVX2, BMI2, FMA, F16C), and no OpenMP.
@@ -18,7 +18,7 @@ OUT="${LLAMA_TOOLS_OUT:-$ROOT/target/llama-tools}"
 EXTRA_FLAGS=(${LLAMA_TOOLS_CMAKE_FLAGS:-})
 
 if [ -x "$OUT/bin/llama-completion" ] && [ -x "$OUT/bin/llama-bench" ] && [ -x "$OUT/bin/llama-batched-bench" ] \
-    && [ -x "$OUT/bin/llama-embedding" ]; then
+    && [ -x "$OUT/bin/llama-embedding" ] && [ -x "$OUT/bin/llama-lookup" ]; then
     exit 0
 fi
 
@@ -34,21 +34,31 @@ cp -r "$SYS" "$WORK/llama.cpp"
 # llama-batched-bench (the baseline of bench/chat_many.php) is under tools/ in
 # recent trees and under examples/ in older ones.
 # llama-embedding (the baseline of bench/embeddings.php) is under examples/.
-for tool in completion llama-bench batched-bench embedding; do
+# llama-lookup (prompt-lookup decoding from an n-gram cache, common/ngram-cache)
+# is under examples/.
+for tool in completion llama-bench batched-bench embedding lookup; do
     src="$SDIST/tools/$tool"
     [ -d "$src" ] || src="$SDIST/examples/$tool"
     rm -rf "$WORK/llama.cpp/tools/$tool"
     cp -r "$src" "$WORK/llama.cpp/tools/$tool"
 done
-# Only those four tools are configured.
-printf 'add_subdirectory(completion)\nadd_subdirectory(llama-bench)\nadd_subdirectory(batched-bench)\nadd_subdirectory(embedding)\n' > "$WORK/llama.cpp/tools/CMakeLists.txt"
+# examples/lookup's CMakeLists also defines llama-lookup-create, -merge and
+# -stats; only llama-lookup's block is kept.
+LOOKUP_CMAKE="$WORK/llama.cpp/tools/lookup/CMakeLists.txt"
+LOOKUP_BLOCK="$(sed -n '/^set(TARGET llama-lookup)$/,/^$/p' "$LOOKUP_CMAKE")"
+grep -qF 'add_executable(${TARGET} lookup.cpp)' <<<"$LOOKUP_BLOCK" \
+    || { echo "build-llama-tools: llama-lookup's target not found in $LOOKUP_CMAKE" >&2; exit 1; }
+printf '%s\n' "$LOOKUP_BLOCK" > "$LOOKUP_CMAKE"
+# Only those five tools are configured.
+printf 'add_subdirectory(completion)\nadd_subdirectory(llama-bench)\nadd_subdirectory(batched-bench)\nadd_subdirectory(embedding)\nadd_subdirectory(lookup)\n' > "$WORK/llama.cpp/tools/CMakeLists.txt"
 
 cmake -S "$WORK/llama.cpp" -B "$WORK/build" -DCMAKE_BUILD_TYPE=Release \
     -DGGML_NATIVE=OFF -DGGML_OPENMP=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON ${EXTRA_FLAGS[@]+"${EXTRA_FLAGS[@]}"} >/dev/null
-cmake --build "$WORK/build" --config Release -j "$(nproc)" --target llama-completion llama-bench llama-batched-bench llama-embedding
+cmake --build "$WORK/build" --config Release -j "$(nproc)" --target llama-completion llama-bench llama-batched-bench llama-embedding \
+    llama-lookup
 mkdir -p "$OUT/bin"
 cp "$WORK/build/bin/llama-completion" "$WORK/build/bin/llama-bench" "$WORK/build/bin/llama-batched-bench" \
-    "$WORK/build/bin/llama-embedding" "$OUT/bin/"
-echo "Built llama-completion, llama-bench, llama-batched-bench and llama-embedding in $OUT/bin"
+    "$WORK/build/bin/llama-embedding" "$WORK/build/bin/llama-lookup" "$OUT/bin/"
+echo "Built llama-completion, llama-bench, llama-batched-bench, llama-embedding and llama-lookup in $OUT/bin"

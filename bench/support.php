@@ -130,6 +130,7 @@ function completion(string $tools, string $model, int $threads, string $prompt, 
     }
     return [
         'compute' => $prompt_ms + $eval_ms + $sampling_ms,
+        'prompt_ms' => $prompt_ms,
         'prompt_tokens' => $prompt_tokens,
         'eval_runs' => $eval_runs,
         'text' => rtrim(preg_replace('/\s*\[end of text\]\s*$/', '', $out)),

@@ -11,6 +11,7 @@ mod common;
 mod chat_templates;
 mod fast_forward;
 mod fuzz_regressions;
+mod lookup;
 mod prompt_cache;
 mod sampler;
 mod schema_errors;

@@ -6,8 +6,6 @@
 
 use crate::common;
 
-use std::path::PathBuf;
-
 use infer::chat::tools::{ToolChoice, ToolFormat, ToolSpec, Tools};
 use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
 use serde_json::{json, Value};
@@ -101,21 +99,9 @@ fn llama_cpp_accepts_exactly_the_calls_of_declared_tools_with_valid_arguments() 
     assert!(!llama3.accepts(call));
 }
 
-/// Qwen2.5-Coder-0.5B-Instruct (`make qwen-model`), or `INFER_QWEN_MODEL`.
+/// Qwen2.5-Coder-0.5B-Instruct.
 fn qwen() -> Model {
-    let path = std::env::var_os("INFER_QWEN_MODEL").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
-        },
-        PathBuf::from,
-    );
-    assert!(
-        path.is_file(),
-        "Qwen2.5-Coder not found at {}: run `make qwen-model` or set INFER_QWEN_MODEL",
-        path.display()
-    );
-    Model::load(&path, &LoadParams::default()).expect("load Qwen2.5-Coder")
+    Model::load(&common::qwen_path(), &LoadParams::default()).expect("load Qwen2.5-Coder")
 }
 
 #[test]

@@ -108,6 +108,13 @@ pub struct Timings {
     /// The constraint admitted nothing but the end, so the end was not
     /// sampled: the last tokens were never evaluated (`fast_forward`).
     pub forced_end: bool,
+    /// Tokens proposed by prompt lookup (`lookup`), and of those, the ones
+    /// kept (the sampler picked them, or the constraint forced them).
+    pub lookup_proposed: u32,
+    pub lookup_accepted: u32,
+    /// Evaluations of generated tokens (llama.cpp decode calls after the
+    /// prompt's): tokens generated per step tells what batching saved.
+    pub steps: u32,
 }
 
 /// What a piece of a stream is.

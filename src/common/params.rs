@@ -116,6 +116,31 @@ pub const DEFAULT_MIN_P: f32 = 0.05;
 /// How many recent tokens `repeat_penalty` looks at.
 pub const REPEAT_LAST_N: i32 = 64;
 
+/// Prompt-lookup decoding's settings: the n-grams matched (the last
+/// `ngram_max` tokens down to the last `ngram_min`, longest first), the
+/// most tokens proposed at once, and whether a proposal is evaluated only
+/// as far as it is expected to pay (`adaptive`, see `engine::lookup`) or
+/// always whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookupParams {
+    pub ngram_min: u32,
+    pub ngram_max: u32,
+    pub tokens: u32,
+    pub adaptive: bool,
+}
+
+impl LookupParams {
+    pub const DEFAULT: Self = Self {
+        ngram_min: 1,
+        ngram_max: 4,
+        tokens: 8,
+        adaptive: true,
+    };
+    /// The longest n-gram matched, and the most tokens proposed at once.
+    pub const MAX_NGRAM: u32 = 16;
+    pub const MAX_TOKENS: u32 = 64;
+}
+
 /// What the sampler is allowed to emit.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Constraint {
@@ -148,6 +173,10 @@ pub struct GenerateParams {
     /// in the last bits; this isolates fast-forward's own decisions from that
     /// in the differential tests.
     pub forced_one_by_one: bool,
+    /// Prompt-lookup decoding: propose the tokens that followed the same
+    /// n-gram earlier in the prompt or the output, and keep those the
+    /// sampler itself picks (see `engine::lookup`); `None`: off.
+    pub lookup: Option<LookupParams>,
     /// When to stop early (finish reason `Timeout`).
     pub stop_check: StopCheck,
     /// Variables passed to the chat template (`enable_thinking`, …).
@@ -231,6 +260,8 @@ pub const DEFAULT_SEED: i64 = 1234;
 /// On: the answers it writes are as valid and, measured against known
 /// answers, as right or more (BENCHMARKS.md, "Fast-forward decoding").
 pub const DEFAULT_FAST_FORWARD: bool = true;
+/// Off until measured as good (BENCHMARKS.md, "Prompt lookup").
+pub const DEFAULT_LOOKUP: bool = false;
 
 impl Default for GenerateParams {
     fn default() -> Self {
@@ -248,6 +279,7 @@ impl Default for GenerateParams {
             cache_prompt: true,
             fast_forward: DEFAULT_FAST_FORWARD,
             forced_one_by_one: false,
+            lookup: DEFAULT_LOOKUP.then_some(LookupParams::DEFAULT),
             stop_check: StopCheck::default(),
             template_vars: serde_json::Map::new(),
             special_tokens_in_messages: None,

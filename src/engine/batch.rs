@@ -14,6 +14,7 @@ use llama_cpp_2::token::LlamaToken;
 
 use super::context::{cells_for, BatchToken, Context, Shape, MAX_SEQUENCES};
 use super::generate::{self, recount_due, Progress};
+use super::lookup::StepCost;
 use super::prefix_cache;
 use super::sampler::{GrammarSampler, Sampler};
 use super::session::MAX_BATCH;
@@ -78,8 +79,11 @@ struct Slot<'a> {
     /// the constraint forced after it (evaluated only when another is to
     /// follow them, as in the single-sequence loop).
     pending: Vec<LlamaToken>,
-    /// Where its logits are in the batch just decoded, if it asked for any.
+    /// Where its logits are in the batch just decoded, if it asked for any:
+    /// its last pending token's, then its proposal's.
     row: Option<usize>,
+    /// The proposal (prompt lookup) fed after its pending tokens.
+    draft: Vec<LlamaToken>,
     /// Prompt tokens restored from the prefix cache, not evaluated.
     reused: usize,
     /// Where they came from.
@@ -108,25 +112,32 @@ impl Slot<'_> {
 
     /// Append this slot's tokens for the next decode to `batch`: up to
     /// `budget` of its pending tokens (the sampled one and those the
-    /// constraint forced after it; logits for the last), or of its prompt.
+    /// constraint forced after it; logits for the last), or of its prompt;
+    /// then, when all its pending tokens fit, its `draft` (logits for each).
     /// Returns how many.
     fn feed(&mut self, seq: u32, batch: &mut Vec<BatchToken>, budget: usize) -> usize {
         let start = batch.len();
         if !self.pending.is_empty() {
             let last = self.pending.len();
             let len = self.len;
+            let whole = last <= budget;
+            if !whole {
+                self.draft.clear();
+            }
             batch.extend(
                 self.pending
                     .drain(..last.min(budget))
+                    .chain(self.draft.iter().copied())
                     .enumerate()
                     .map(|(i, token)| BatchToken {
                         token,
                         seq,
                         pos: len + i,
-                        logits: i + 1 == last,
+                        logits: i + 1 >= last,
                     }),
             );
         } else {
+            self.draft.clear();
             let end = self.prompt.len().min(self.len + budget);
             batch.extend(
                 self.prompt[self.len..end]
@@ -143,12 +154,12 @@ impl Slot<'_> {
         let fed = batch.len() - start;
         self.read_now = self.len < self.prompt.len() && self.len + fed == self.prompt.len();
         self.len += fed;
-        // Only this slot's own last token counts: a slot that fed nothing
-        // (no budget left) must not take the logits of the one before it.
+        // Only this slot's own tokens count: a slot that fed nothing (no
+        // budget left) must not take the logits of the one before it.
         self.row = batch[start..]
-            .last()
-            .filter(|t| t.logits)
-            .map(|_| batch.len() - 1);
+            .iter()
+            .position(|t| t.logits)
+            .map(|i| start + i);
         fed
     }
 }
@@ -173,6 +184,7 @@ pub fn run(
     let mut slots: Vec<Option<Slot<'_>>> = (0..ctx.n_seq()).map(|_| None).collect();
     let mut batch = Vec::with_capacity(ctx.batch_capacity());
     let mut step: u32 = 0;
+    let mut step_cost = StepCost::new();
     loop {
         // Start a prompt in every free sequence, and end the generations
         // whose limits are reached (freeing their sequence for the next).
@@ -200,6 +212,7 @@ pub fn run(
                         len: reused,
                         pending: Vec::new(),
                         row: None,
+                        draft: Vec::new(),
                         reused,
                         source,
                         lookup,
@@ -237,12 +250,34 @@ pub fn run(
             Turn::Generate(each) => (false, each),
         };
         let mut budget = ctx.batch_capacity();
+        let mut generating = 0;
+        let share = step_cost.extra_share();
         for (seq, slot) in slots.iter_mut().enumerate() {
             let Some(slot) = slot else { continue };
             if reading != slot.pending.is_empty() {
                 continue;
             }
-            budget -= slot.feed(seq as u32, &mut batch, budget.min(each));
+            if !reading {
+                generating += 1;
+                // A proposal after the pending tokens, when they all go.
+                let pending = slot.pending.len();
+                let room = match pending <= budget.min(each) {
+                    true => slot
+                        .progress
+                        .proposal_room(params, slot.len, n_ctx, budget, pending),
+                    false => 0,
+                };
+                slot.progress
+                    .propose(model, &slot.sampler, (room, share), &mut slot.draft);
+                slot.progress.steps += 1;
+            }
+            // As many as the sequence with the fewest pending gives, or
+            // all its pending tokens and its proposal.
+            let allowed = match slot.draft.is_empty() {
+                true => budget.min(each),
+                false => budget.min(slot.pending.len() + slot.draft.len()),
+            };
+            budget -= slot.feed(seq as u32, &mut batch, allowed);
         }
         if batch.is_empty() {
             break;
@@ -251,7 +286,14 @@ pub fn run(
             ctx.set_threads(claim.threads());
         }
         step = step.wrapping_add(1);
-        match ctx.decode_batch(batch.iter().copied()) {
+        let began = std::time::Instant::now();
+        let decoded = ctx.decode_batch(batch.iter().copied());
+        if !reading && decoded.is_ok() {
+            let ms = began.elapsed().as_secs_f64() * 1000.0;
+            let rows = batch.iter().filter(|t| t.logits).count();
+            step_cost.record((batch.len(), rows, generating), ms);
+        }
+        match decoded {
             Err(InferenceError::Aborted) => {
                 // The stop check came in the middle of the evaluation: every
                 // prompt ends here with what it has (its sequence is cleared
@@ -290,28 +332,27 @@ pub fn run(
             }
             let Some(row) = slot.row.take() else { continue };
             let in_prompt = |e: InferenceError| e.in_prompt(slot.index);
-            let token = slot
-                .progress
-                .next_token(
-                    model,
-                    &mut slot.sampler,
-                    ctx.logits(row).map_err(in_prompt)?,
-                )
-                .map_err(in_prompt)?;
-            let (token, mut finish) = slot.progress.push(model, token);
-            if finish.is_none() {
-                slot.pending.push(token);
-                if params.fast_forward {
-                    finish = generate::forward(
-                        &mut slot.progress,
-                        &mut slot.sampler,
-                        model,
-                        &mut slot.pending,
-                        (slot.len, n_ctx),
-                        params,
-                    )
-                    .map_err(in_prompt)?;
+            let draft = std::mem::take(&mut slot.draft);
+            let first = slot.len - draft.len();
+            let (kept, finish) = generate::verify(
+                (&mut slot.progress, &mut slot.sampler, model),
+                &mut slot.pending,
+                &draft,
+                (first, n_ctx),
+                params,
+                |i| ctx.logits(row + i),
+            )
+            .map_err(in_prompt)?;
+            slot.draft = draft;
+            slot.draft.clear();
+            if first + kept < slot.len {
+                if !ctx.forget_sequence_from(seq as u32, first + kept) {
+                    return Err(in_prompt(InferenceError::DecodeFailed {
+                        detail: "the model's memory cannot drop the tokens of a proposal"
+                            .to_owned(),
+                    }));
                 }
+                slot.len = first + kept;
             }
             match finish {
                 None => {}

@@ -63,6 +63,14 @@ fn model_ptr(model: &LlamaModel) -> NonNull<sys::llama_model> {
     unsafe { *std::ptr::from_ref(model).cast::<Raw>() }
 }
 
+/// Whether the model's memory can drop the last positions of a sequence
+/// (not a recurrent or hybrid model's, which keeps one state per sequence).
+pub(super) fn can_rewind(model: &LlamaModel) -> bool {
+    let raw = model_ptr(model).as_ptr();
+    // SAFETY: a live model, read only.
+    unsafe { !sys::llama_model_is_recurrent(raw) && !sys::llama_model_is_hybrid(raw) }
+}
+
 /// The tokens of `model` that have any of the attributes `mask`
 /// (`sys::LLAMA_TOKEN_ATTR_*`), with their texts as the vocabulary stores
 /// them.
@@ -445,6 +453,11 @@ impl Context {
         }
     }
 
+    /// The width of a row of logits.
+    pub fn n_vocab(&self) -> usize {
+        self.n_vocab
+    }
+
     /// Largest number of tokens one [`Context::decode`] takes.
     pub fn batch_capacity(&self) -> usize {
         self.batch.capacity
@@ -457,19 +470,18 @@ impl Context {
     }
 
     /// Evaluate `tokens` at positions `start..` of sequence 0, keeping logits
-    /// for the last one when `logits_for_last`.
+    /// for the `i`-th of them where `i >= logits_from`.
     pub fn decode(
         &mut self,
         tokens: &[LlamaToken],
         start: usize,
-        logits_for_last: bool,
+        logits_from: usize,
     ) -> InferenceResult<()> {
-        let last = tokens.len().saturating_sub(1);
         self.decode_batch(tokens.iter().enumerate().map(|(i, &token)| BatchToken {
             token,
             seq: 0,
             pos: start + i,
-            logits: logits_for_last && i == last,
+            logits: i >= logits_from,
         }))
     }
 

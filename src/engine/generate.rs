@@ -6,6 +6,7 @@ use std::time::Instant;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
+use super::lookup::{core_of, LookupOdds, Proposer};
 use super::output::Output;
 use super::sampler::Sampler;
 use super::session::Session;
@@ -51,6 +52,12 @@ pub struct Progress {
     /// its reused tokens came from).
     began: Instant,
     prompt_read: Option<(Instant, CacheSource)>,
+    /// Prompt lookup's proposals (`None`: off), and what became of them.
+    lookup: Option<Proposer>,
+    proposed: u32,
+    accepted: u32,
+    /// Evaluations of generated tokens.
+    pub steps: u32,
 }
 
 impl Progress {
@@ -78,6 +85,25 @@ impl Progress {
             free: true,
             began: Instant::now(),
             prompt_read: None,
+            lookup: params
+                .lookup
+                .filter(|_| super::context::can_rewind(model))
+                .map(|settings| {
+                    let vocab = model.vocab();
+                    let mut piece = Vec::with_capacity(16);
+                    let cores = prompt
+                        .iter()
+                        .map(|&token| {
+                            piece.clear();
+                            vocab.token_to_piece_into(token, &mut piece, false, None);
+                            core_of(token, &piece)
+                        })
+                        .collect();
+                    Proposer::new(settings, prompt, cores)
+                }),
+            proposed: 0,
+            accepted: 0,
+            steps: 0,
         }
     }
 
@@ -96,6 +122,10 @@ impl Progress {
             free: true,
             began: Instant::now(),
             prompt_read: None,
+            lookup: None,
+            proposed: 0,
+            accepted: 0,
+            steps: 0,
         }
     }
 
@@ -189,6 +219,9 @@ impl Progress {
         }
         self.generated += 1;
         self.trace.push((token.0, self.pushing_forced));
+        if let Some(lookup) = &mut self.lookup {
+            lookup.push(token, core_of(token, &self.piece));
+        }
         let stop = self.output.push(&self.piece);
         self.thinking.advance(model, self.free, self.output.text());
         (token, stop.then_some(FinishReason::Stop))
@@ -239,6 +272,68 @@ impl Progress {
         tokens
     }
 
+    /// Into `out` (cleared first), prompt lookup's proposal of at most
+    /// `room` tokens to follow the tokens so far (see `lookup`): cut before
+    /// an end-of-generation token, and where the grammar, when it alone
+    /// decides, refuses one. Empty when lookup is off.
+    pub fn propose(
+        &mut self,
+        model: &LlamaModel,
+        sampler: &Sampler,
+        (room, extra_share): (usize, f64),
+        out: &mut Vec<LlamaToken>,
+    ) {
+        out.clear();
+        let Some(lookup) = &mut self.lookup else {
+            return;
+        };
+        lookup.propose(room, extra_share, out);
+        let vocab = model.vocab();
+        if let Some(end) = out.iter().position(|&t| vocab.is_eog(t)) {
+            out.truncate(end);
+        }
+        if self.thinking.grammar_decides() {
+            out.truncate(sampler.allowed_run(out));
+        }
+        self.proposed += out.len() as u32;
+    }
+
+    /// How many tokens a proposal may hold after `pending` tokens that are
+    /// `generated` already: no more than can still be generated, nor than
+    /// fit the context after `cached` tokens, nor a batch of `batch`.
+    pub fn proposal_room(
+        &self,
+        params: &GenerateParams,
+        cached: usize,
+        n_ctx: u32,
+        batch: usize,
+        pending: usize,
+    ) -> usize {
+        if self.lookup.is_none() {
+            return 0;
+        }
+        let tokens = params.max_tokens.saturating_sub(self.generated) as usize;
+        let context = (n_ctx as usize).saturating_sub(cached + pending);
+        tokens.min(context).min(batch.saturating_sub(pending))
+    }
+
+    /// Start from the `odds` an earlier generation in the context left.
+    pub fn carry_odds(&mut self, odds: LookupOdds) {
+        if let Some(lookup) = &mut self.lookup {
+            lookup.set_odds(odds);
+        }
+    }
+
+    /// How the proposals fared (`None`: lookup is off).
+    pub fn odds(&self) -> Option<LookupOdds> {
+        self.lookup.as_ref().map(Proposer::odds)
+    }
+
+    /// `n` proposed tokens were kept.
+    pub fn kept(&mut self, n: usize) {
+        self.accepted += n as u32;
+    }
+
     /// Whether the constraint admits nothing but the end here, when it
     /// alone decides what comes next: the model could only sample an
     /// end-of-generation token, so none is sampled (see [`forward`]).
@@ -285,13 +380,15 @@ impl Progress {
                 cache,
                 forced_tokens: self.forced,
                 forced_end: self.forced_end,
+                lookup_proposed: self.proposed,
+                lookup_accepted: self.accepted,
+                steps: self.steps,
             },
             None => Timings {
                 prompt_ms: ms(now.duration_since(self.began)),
                 generation_ms: 0.0,
                 cache: CacheSource::None,
-                forced_tokens: 0,
-                forced_end: false,
+                ..Timings::default()
             },
         }
     }
@@ -342,6 +439,8 @@ pub struct Generator {
     /// when another one is to follow it. One sampled token, and after it
     /// the tokens the constraint forced (evaluated in one batch).
     pending: Vec<LlamaToken>,
+    /// Prompt lookup's proposals, a buffer reused from step to step.
+    draft: Vec<LlamaToken>,
     prompt_tokens: usize,
     reused: usize,
 }
@@ -371,10 +470,12 @@ impl Generator {
             other => other?,
         };
         progress.prompt_read(source);
+        progress.carry_odds(session.lookup_odds);
         let mut generator = Self {
             sampler,
             progress,
             pending: Vec::new(),
+            draft: Vec::new(),
             prompt_tokens: prompt.len(),
             reused,
         };
@@ -387,8 +488,11 @@ impl Generator {
         Ok(Ok(generator))
     }
 
-    /// Sample the next token (evaluating the one before it first). Returns
-    /// why the generation ends, if it ends here.
+    /// Sample the next token (evaluating the ones before it first). Returns
+    /// why the generation ends, if it ends here. With prompt lookup, the
+    /// pending tokens are evaluated in one batch with a proposal of what
+    /// follows them, and the step takes every proposed token the sampler
+    /// picks in turn, then the first it does not (see [`Generator::verify`]).
     pub fn step(
         &mut self,
         session: &mut Session,
@@ -403,31 +507,111 @@ impl Generator {
         {
             return Ok(Some(finish));
         }
-        if !self.pending.is_empty() {
-            if let Some(claim) = claim.filter(|_| recount_due(self.progress.generated())) {
-                session.set_threads(claim.threads());
-            }
-            let evaluated = if params.forced_one_by_one {
-                self.pending
-                    .iter()
-                    .try_for_each(|t| session.evaluate_tokens(std::slice::from_ref(t)))
-            } else {
-                session.evaluate_tokens(&self.pending)
-            };
-            match evaluated {
-                Err(InferenceError::Aborted) => return Ok(Some(FinishReason::Timeout)),
-                other => other?,
-            }
-            self.pending.clear();
+        if self.pending.is_empty() {
+            // Right after the prompt: its logits are ready.
+            let token = self
+                .progress
+                .next_token(model, &mut self.sampler, session.logits()?)?;
+            return self.take(session, model, params, token);
         }
-        let token = self
-            .progress
-            .next_token(model, &mut self.sampler, session.logits()?)?;
+        if let Some(claim) = claim.filter(|_| recount_due(self.progress.generated())) {
+            session.set_threads(claim.threads());
+        }
+        let cached = session.len();
+        let pending = self.pending.len();
+        let room = self.progress.proposal_room(
+            params,
+            cached,
+            session.n_ctx(),
+            session.batch_capacity(),
+            pending,
+        );
+        let mut draft = std::mem::take(&mut self.draft);
+        let share = session.step_cost.extra_share();
+        self.progress
+            .propose(model, &self.sampler, (room, share), &mut draft);
+        self.pending.extend_from_slice(&draft);
+        let began = Instant::now();
+        let evaluated = session.evaluate_rows(&self.pending, pending - 1, params.forced_one_by_one);
+        if !params.forced_one_by_one {
+            let ms = began.elapsed().as_secs_f64() * 1000.0;
+            let tokens = self.pending.len();
+            session
+                .step_cost
+                .record((tokens, tokens + 1 - pending, 1), ms);
+        }
+        self.progress.steps += 1;
+        match evaluated {
+            Err(InferenceError::Aborted) => {
+                self.draft = draft;
+                return Ok(Some(FinishReason::Timeout));
+            }
+            other => other?,
+        }
+        self.pending.clear();
+        let verified = self.verify(
+            session,
+            model,
+            params,
+            (cached + pending, &draft),
+            pending - 1,
+        );
+        self.draft = draft;
+        if let Some(odds) = self.progress.odds() {
+            session.lookup_odds = odds;
+        }
+        verified
+    }
+
+    /// After an evaluation that ended with `draft` (its tokens at positions
+    /// `first..`), the picks (see [`verify`]); the proposed tokens not kept
+    /// leave the context.
+    fn verify(
+        &mut self,
+        session: &mut Session,
+        model: &LlamaModel,
+        params: &GenerateParams,
+        (first, draft): (usize, &[LlamaToken]),
+        last_pending_row: usize,
+    ) -> InferenceResult<Option<FinishReason>> {
+        let (kept, finish) = {
+            let rows = |i: usize| session.row(last_pending_row + i);
+            verify(
+                (&mut self.progress, &mut self.sampler, model),
+                &mut self.pending,
+                draft,
+                (first, session.n_ctx()),
+                params,
+                rows,
+            )?
+        };
+        session.rewind(first + kept)?;
+        Ok(finish)
+    }
+
+    /// Take `token`, sampled after the tokens the context holds: it is
+    /// pending, with what the constraint forces after it.
+    fn take(
+        &mut self,
+        session: &Session,
+        model: &LlamaModel,
+        params: &GenerateParams,
+        token: LlamaToken,
+    ) -> InferenceResult<Option<FinishReason>> {
         let (token, finish) = self.progress.push(model, token);
         if finish.is_some() {
             return Ok(finish);
         }
         self.pending.push(token);
+        self.forward_if(session, model, params)
+    }
+
+    fn forward_if(
+        &mut self,
+        session: &Session,
+        model: &LlamaModel,
+        params: &GenerateParams,
+    ) -> InferenceResult<Option<FinishReason>> {
         if params.fast_forward {
             return self.forward(session, model, params);
         }
@@ -460,6 +644,75 @@ impl Generator {
     pub fn finish(self, finish: FinishReason) -> Generation {
         self.progress
             .finish(finish, self.prompt_tokens, self.reused)
+    }
+}
+
+/// After an evaluation whose last pending token's logits are `rows(0)`
+/// and whose last tokens were `draft`, a proposal at positions `first..`
+/// of a context of `n_ctx`: sample from the row before each proposed
+/// token; while the sampler picks that token (or the constraint forces
+/// it), it is kept and the next is checked. The first pick that differs
+/// (or the pick after the whole proposal) goes to `pending`, with what the
+/// constraint forces after it. Every pick goes through what a sampled
+/// token goes through: the limits before it, the stop strings,
+/// fast-forward after it. Returns how many proposed tokens were kept (the
+/// caller drops the others from the context) and why the generation ends,
+/// if it ends here. With an empty `draft`, this is one plain step.
+pub fn verify<'a>(
+    (progress, sampler, model): (&mut Progress, &mut Sampler, &LlamaModel),
+    pending: &mut Vec<LlamaToken>,
+    draft: &[LlamaToken],
+    (first, n_ctx): (usize, u32),
+    params: &GenerateParams,
+    rows: impl Fn(usize) -> InferenceResult<&'a [f32]>,
+) -> InferenceResult<(usize, Option<FinishReason>)> {
+    let mut kept = 0;
+    loop {
+        let at = first + kept;
+        if kept > 0 {
+            if let Some(finish) = progress.before_token(at, n_ctx, params) {
+                return Ok((kept, Some(finish)));
+            }
+        }
+        let token = progress.next_token(model, sampler, rows(kept)?)?;
+        let (token, finish) = progress.push(model, token);
+        if finish.is_some() {
+            return Ok((kept, finish));
+        }
+        if draft.get(kept) != Some(&token) {
+            pending.push(token);
+            let finish = match params.fast_forward {
+                true => forward(progress, sampler, model, pending, (at, n_ctx), params)?,
+                false => None,
+            };
+            return Ok((kept, finish));
+        }
+        kept += 1;
+        progress.kept(1);
+        if !params.fast_forward {
+            continue;
+        }
+        // What the constraint forces next, kept where the proposal has it.
+        let mut forced = Vec::new();
+        let finish = forward(
+            progress,
+            sampler,
+            model,
+            &mut forced,
+            (first + kept, n_ctx),
+            params,
+        )?;
+        let same = forced
+            .iter()
+            .zip(&draft[kept..])
+            .take_while(|(a, b)| a == b)
+            .count();
+        kept += same;
+        progress.kept(same);
+        if finish.is_some() || same < forced.len() {
+            pending.extend_from_slice(&forced[same..]);
+            return Ok((kept, finish));
+        }
     }
 }
 

@@ -7,6 +7,7 @@ pub mod context;
 pub mod devices;
 pub mod embed;
 pub mod generate;
+pub mod lookup;
 pub mod model;
 pub mod output;
 pub mod persistent;

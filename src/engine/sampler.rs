@@ -155,6 +155,33 @@ impl GrammarSampler {
         self.follow.as_ref().is_some_and(|f| f.must_end())
     }
 
+    /// How many of `tokens`, from the first, the grammar allows one after
+    /// the other from its current state (which does not move): read by the
+    /// follower when there is one, else by a copy of llama.cpp's grammar.
+    /// An end-of-generation token ends the run.
+    pub fn allowed_run(&self, tokens: &[LlamaToken]) -> usize {
+        let vocab = self.model.vocab();
+        if let Some(follow) = &self.follow {
+            let mut follow = follow.clone();
+            let mut piece = Vec::with_capacity(16);
+            return tokens
+                .iter()
+                .position(|&token| {
+                    piece.clear();
+                    vocab.token_to_piece_into(token, &mut piece, true, None);
+                    vocab.is_eog(token) || !follow.accept_bytes(&piece)
+                })
+                .unwrap_or(tokens.len());
+        }
+        let mut copy = self.clone();
+        tokens
+            .iter()
+            .position(|&token| {
+                vocab.is_eog(token) || !copy.allows(token) || copy.accept(token).is_err()
+            })
+            .unwrap_or(tokens.len())
+    }
+
     /// Set the logit of every token the grammar does not allow to -inf.
     pub fn apply(&mut self, array: &mut LlamaTokenDataArray) {
         self.sampler.apply(array);
@@ -483,6 +510,14 @@ impl Sampler {
     /// (see [`Extendable`]).
     pub fn may_merge(&self, token: LlamaToken) -> bool {
         self.grammar.as_ref().is_none_or(|g| g.may_merge(token))
+    }
+
+    /// How many of `tokens`, from the first, the grammar allows one after
+    /// the other (see [`GrammarSampler::allowed_run`]); all without one.
+    pub fn allowed_run(&self, tokens: &[LlamaToken]) -> usize {
+        self.grammar
+            .as_ref()
+            .map_or(tokens.len(), |g| g.allowed_run(tokens))
     }
 
     /// Whether the model writes the start of `rest`, the rest of a forced

@@ -9,6 +9,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::context::{Context, Shape};
+use super::lookup::{LookupOdds, StepCost};
 use super::prefix_cache::{self, common_prefix};
 use crate::common::error::{InferenceError, InferenceResult};
 use crate::common::params::StopCheck;
@@ -33,6 +34,16 @@ pub struct Session {
     /// Whether [`Session::logits`] are `prompt_logits` (no evaluation since
     /// they were restored).
     restored: bool,
+    /// The rows of [`Session::row`]: from which token of the last
+    /// evaluation, and their copies when its tokens were evaluated one by
+    /// one (else they are the context's).
+    rows_from: usize,
+    rows: Option<Vec<f32>>,
+    /// What evaluating generated tokens costs in this context (prompt
+    /// lookup weighs its proposals with it).
+    pub step_cost: StepCost,
+    /// How prompt lookup's proposals fared in this context lately.
+    pub lookup_odds: LookupOdds,
 }
 
 impl super::shelf::Idle for Session {
@@ -62,11 +73,20 @@ impl Session {
             cached: Vec::new(),
             prompt_logits: None,
             restored: false,
+            rows_from: 0,
+            rows: None,
+            step_cost: StepCost::new(),
+            lookup_odds: LookupOdds::default(),
         })
     }
 
     pub fn n_ctx(&self) -> u32 {
         self.ctx.n_ctx()
+    }
+
+    /// Most tokens one evaluation takes.
+    pub fn batch_capacity(&self) -> usize {
+        self.ctx.batch_capacity()
     }
 
     /// Run the next evaluations on `n` threads.
@@ -159,7 +179,12 @@ impl Session {
         let chunks = rest.len().div_ceil(n_batch);
         self.prompt_logits = None;
         for (i, chunk) in rest.chunks(n_batch).enumerate() {
-            self.decode(chunk, i + 1 == chunks)?;
+            let last = if i + 1 == chunks {
+                chunk.len() - 1
+            } else {
+                chunk.len()
+            };
+            self.decode(chunk, last)?;
         }
         let logits = self.ctx.last_logits()?.to_vec();
         self.prompt_logits = Some((prompt.len(), logits));
@@ -196,19 +221,76 @@ impl Session {
     }
 
     /// Evaluate generated `tokens` in one batch at the next positions (the
-    /// sampled one and those the constraint forced after it), so that the
-    /// next can be sampled from the logits of the last.
-    pub fn evaluate_tokens(&mut self, tokens: &[LlamaToken]) -> InferenceResult<()> {
-        self.decode(tokens, true)
+    /// sampled one, those the constraint forced after it, then a proposal:
+    /// see `lookup`), keeping the logits of the `i`-th for every
+    /// `i >= rows_from` ([`Session::row`]): the next token is sampled from
+    /// the last pending one's, and each proposed token is checked against
+    /// the pick from the row before it. With
+    /// `one_by_one`, each token is evaluated alone, with the kernels of a
+    /// single decode step (for the tests that compare decisions; slower).
+    pub fn evaluate_rows(
+        &mut self,
+        tokens: &[LlamaToken],
+        rows_from: usize,
+        one_by_one: bool,
+    ) -> InferenceResult<()> {
+        self.rows = None;
+        if !one_by_one {
+            self.rows_from = rows_from;
+            return self.decode(tokens, rows_from);
+        }
+        let mut rows = Vec::new();
+        for (i, token) in tokens.iter().enumerate() {
+            self.decode(std::slice::from_ref(token), usize::from(i < rows_from))?;
+            if i >= rows_from {
+                rows.extend_from_slice(self.ctx.last_logits()?);
+            }
+        }
+        self.rows_from = rows_from;
+        self.rows = Some(rows);
+        Ok(())
     }
 
-    /// Evaluate `tokens` at the next positions. When the stop check aborts
-    /// it, the cache is put back to `cached` (`InferenceError::Aborted`); on
-    /// any other failure the cache no longer matches `cached`, so the caller
-    /// must drop the session.
-    fn decode(&mut self, tokens: &[LlamaToken], logits_for_last: bool) -> InferenceResult<()> {
+    /// The logits of the `i`-th token of the last [`Session::evaluate_rows`].
+    pub fn row(&self, i: usize) -> InferenceResult<&[f32]> {
+        match &self.rows {
+            Some(rows) => {
+                let width = self.ctx.n_vocab();
+                let at = i.checked_sub(self.rows_from).map(|r| r * width);
+                at.and_then(|at| rows.get(at..at + width)).ok_or_else(|| {
+                    InferenceError::DecodeFailed {
+                        detail: format!("no logits for token {i} of the batch"),
+                    }
+                })
+            }
+            None => self.ctx.logits(i),
+        }
+    }
+
+    /// Drop the cached tokens from position `len` on (a proposal's tokens
+    /// the sampler did not pick). An error when the model's memory cannot
+    /// drop a partial range; the session must then be dropped.
+    pub fn rewind(&mut self, len: usize) -> InferenceResult<()> {
+        if len >= self.cached.len() {
+            return Ok(());
+        }
+        if !self.ctx.forget_from(len) {
+            return Err(InferenceError::DecodeFailed {
+                detail: "the model's memory cannot drop the tokens of a proposal".to_owned(),
+            });
+        }
+        self.cached.truncate(len);
+        Ok(())
+    }
+
+    /// Evaluate `tokens` at the next positions, with logits for those from
+    /// index `logits_from` on. When the stop check aborts it, the cache is
+    /// put back to `cached` (`InferenceError::Aborted`); on any other
+    /// failure the cache no longer matches `cached`, so the caller must drop
+    /// the session.
+    fn decode(&mut self, tokens: &[LlamaToken], logits_from: usize) -> InferenceResult<()> {
         self.restored = false;
-        match self.ctx.decode(tokens, self.cached.len(), logits_for_last) {
+        match self.ctx.decode(tokens, self.cached.len(), logits_from) {
             Ok(()) => {
                 self.cached.extend_from_slice(tokens);
                 Ok(())

@@ -10,7 +10,7 @@ use super::convert::{self, describe, php_float, OptionsArg};
 use super::errors::{CallError, LoadCallError};
 use super::schema_arg::schema_grammar;
 use crate::chat::tools::{ToolChoice, Tools};
-use crate::common::params::{seed_from, Constraint, Pooling, MAX_THREADS};
+use crate::common::params::{seed_from, Constraint, LookupParams, Pooling, MAX_THREADS};
 use crate::engine::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
 use crate::engine::rerank::RerankParams;
 use crate::engine::{GenerateParams, LoadParams};
@@ -53,6 +53,7 @@ pub const MANY_KEYS: &[&str] = &[
     "repeat_penalty",
     "cache_prompt",
     "fast_forward",
+    "lookup",
     "timeout",
     "max_reasoning_tokens",
     "template_vars",
@@ -375,6 +376,7 @@ fn apply_generate_options(
             }
             "cache_prompt" => params.cache_prompt = flag(&key, value)?,
             "fast_forward" => params.fast_forward = flag(&key, value)?,
+            "lookup" => params.lookup = lookup(&key, value)?,
             "timeout" => params.stop_check.deadline = deadline(&key, value)?,
             "max_reasoning_tokens" => {
                 let n: i64 = int_in(&key, value, 0, "an int >= 0 (0: no thinking)")?;
@@ -502,6 +504,63 @@ fn pooling(key: &str, value: &Zval) -> Result<Pooling, Problem> {
             let names: Vec<String> = Pooling::ALL.iter().map(|(_, n)| format!("'{n}'")).collect();
             Problem::wrong(key, &format!("one of {}", names.join(", ")), value)
         })
+}
+
+/// `lookup`: a bool (the default settings, or off), or an array of
+/// settings (`ngram_min`, `ngram_max`, `tokens`), each an int in its
+/// range, the others defaulted.
+fn lookup(key: &str, value: &Zval) -> Result<Option<LookupParams>, Problem> {
+    const WHAT: &str = "a bool, or an array of 'ngram_min', 'ngram_max', 'tokens' and 'adaptive'";
+    if let Some(on) = convert::bool(value) {
+        return Ok(on.then_some(LookupParams::DEFAULT));
+    }
+    let table = value
+        .array()
+        .ok_or_else(|| Problem::wrong(key, WHAT, value))?;
+    let mut settings = LookupParams::DEFAULT;
+    for (name, item) in table.iter() {
+        let name = convert::key_name(&name).unwrap_or_else(|| name.to_string());
+        if name == "adaptive" {
+            settings.adaptive = convert::bool(item).ok_or_else(|| {
+                Problem::new(
+                    key,
+                    format!("['adaptive'] must be a bool, got {}", describe(item)),
+                )
+            })?;
+            continue;
+        }
+        let (field, max) = match name.as_str() {
+            "ngram_min" => (&mut settings.ngram_min, LookupParams::MAX_NGRAM),
+            "ngram_max" => (&mut settings.ngram_max, LookupParams::MAX_NGRAM),
+            "tokens" => (&mut settings.tokens, LookupParams::MAX_TOKENS),
+            _ => {
+                return Err(Problem::new(
+                    key,
+                    format!("has an unknown setting '{name}' (known: ngram_min, ngram_max, tokens, adaptive)"),
+                ))
+            }
+        };
+        let what = format!("an int from 1 to {max}");
+        *field = convert::int(item)
+            .filter(|v| (1..=i64::from(max)).contains(v))
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| {
+                Problem::new(
+                    key,
+                    format!("['{name}'] must be {what}, got {}", describe(item)),
+                )
+            })?;
+    }
+    if settings.ngram_min > settings.ngram_max {
+        return Err(Problem::new(
+            key,
+            format!(
+                "['ngram_min'] ({}) must not exceed ['ngram_max'] ({})",
+                settings.ngram_min, settings.ngram_max
+            ),
+        ));
+    }
+    Ok(Some(settings))
 }
 
 fn flag(key: &str, value: &Zval) -> Result<bool, Problem> {

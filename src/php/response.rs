@@ -152,6 +152,9 @@ impl Response {
         let forced = t.forced_tokens.min(self.tokens_generated);
         out.insert("forced_tokens", i64::from(forced))?;
         out.insert("sampled_tokens", i64::from(self.tokens_generated - forced))?;
+        out.insert("lookup_proposed", i64::from(t.lookup_proposed))?;
+        out.insert("lookup_accepted", i64::from(t.lookup_accepted))?;
+        out.insert("generation_steps", i64::from(t.steps))?;
         out.insert("cache", t.cache.as_str())?;
         Ok(out)
     }

@@ -44,6 +44,11 @@ const LOCAL_ONLY: &[(&str, Refused, &str)] = &[
         local_only!("the server samples every token; only the in-process engine appends forced text without sampling"),
     ),
     (
+        "lookup",
+        Refused::WhenOn,
+        local_only!("the server decides its own speculation when it starts; only the in-process engine proposes tokens from the prompt per call"),
+    ),
+    (
         "max_reasoning_tokens",
         Refused::Always,
         local_only!("the server applies the grammar from the first token and cannot bound a thought"),

@@ -188,8 +188,7 @@ impl RemoteStream {
             } else {
                 CacheSource::None
             },
-            forced_tokens: 0,
-            forced_end: false,
+            ..Timings::default()
         }
     }
 

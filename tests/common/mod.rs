@@ -25,3 +25,21 @@ pub fn model_path() -> PathBuf {
 pub fn probe() -> GrammarProbe {
     GrammarProbe::new(&model_path()).expect("load the vocabulary")
 }
+
+/// Qwen2.5-Coder-0.5B-Instruct (`make qwen-model`), or `INFER_QWEN_MODEL`;
+/// fails when the file is missing.
+pub fn qwen_path() -> PathBuf {
+    let path = std::env::var_os("INFER_QWEN_MODEL").map_or_else(
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+        },
+        PathBuf::from,
+    );
+    assert!(
+        path.is_file(),
+        "Qwen2.5-Coder not found at {}: run `make qwen-model` or set INFER_QWEN_MODEL",
+        path.display()
+    );
+    path
+}
