@@ -256,7 +256,7 @@ final class ChatManyTest extends InferTestCase
     {
         $this->assertThrows(
             InferenceException::class,
-            'option "paralel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt, fast_forward, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice, parallel)',
+            'option "paralel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt, fast_forward, lookup, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice, parallel)',
             fn () => self::model()->chatMany([Prompt::user('a')], options: ['paralel' => 2]),
         );
         $this->assertThrows(

@@ -398,7 +398,7 @@ final class StreamTest extends InferTestCase
                 return $m->stream(Prompt::user('Hi'));
             }, 'model has been closed'],
             'prompt too long' => [fn (Model $m) => $m->stream(Prompt::user(str_repeat('word ', 200)), nCtx: 64), 'which does not fit in nCtx = 64'],
-            'unknown option' => [fn (Model $m) => $m->stream(Prompt::user('Hi'), options: ['parallel' => 2]), 'option "parallel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt, fast_forward, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice)'],
+            'unknown option' => [fn (Model $m) => $m->stream(Prompt::user('Hi'), options: ['parallel' => 2]), 'option "parallel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt, fast_forward, lookup, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice)'],
             'bad maxTokens' => [fn (Model $m) => $m->rawStream('Hi', maxTokens: 0), 'maxTokens must be'],
             'raw not UTF-8' => [fn (Model $m) => $m->rawStream("\xff"), 'prompt is not valid UTF-8'],
             'bad grammar' => [fn (Model $m) => $m->rawStream('Hi', options: ['grammar' => 'root ::= [z-a]']), 'grammar'],
