@@ -19,13 +19,7 @@ require __DIR__ . '/support.php';
 
 use Displace\Infer\{Model, Prompt};
 
-[$model_path, $tools] = [$argv[1] ?? '', $argv[2] ?? ''];
-$threads = (int) ($argv[3] ?? 2);
-$rounds = (int) ($argv[4] ?? 5);
-if (!is_file($model_path) || !is_dir($tools)) {
-    fwrite(STDERR, "usage: php bench/fast_forward.php MODEL TOOLS_DIR [THREADS] [ROUNDS]\n");
-    exit(2);
-}
+[$model_path, $tools, $threads, $rounds] = model_and_tools($argv, 'bench/fast_forward.php MODEL TOOLS_DIR [THREADS] [ROUNDS]');
 
 $model = Model::load($model_path, ['n_threads' => $threads]);
 $name = basename($model_path);

@@ -13,12 +13,7 @@ require __DIR__ . '/support.php';
 
 use Displace\Infer\{Grammar, Model, Prompt};
 
-[$model_path, $tools] = [$argv[1] ?? '', $argv[2] ?? ''];
-$threads = (int) ($argv[3] ?? 2);
-if (!is_file($model_path) || !is_dir($tools)) {
-    fwrite(STDERR, "usage: php bench/perf.php MODEL TOOLS_DIR [THREADS]\n");
-    exit(2);
-}
+[$model_path, $tools, $threads] = model_and_tools($argv, 'bench/perf.php MODEL TOOLS_DIR [THREADS]');
 const RUNS = 7;
 
 /** Median wall time of $f in milliseconds, after one untimed warm-up call. */

@@ -99,6 +99,24 @@ function run_command(array $cmd): array
     return [proc_close($p), $out, $err];
 }
 
+/**
+ * The arguments `MODEL TOOLS_DIR [THREADS] [ROUNDS]` of a benchmark that
+ * runs llama.cpp's tools beside the extension: [model path, tools directory,
+ * threads (2), rounds (5)]. Prints `usage` and ends the script when the model
+ * or the directory is missing.
+ *
+ * @return array{string, string, int, int}
+ */
+function model_and_tools(array $argv, string $usage): array
+{
+    [$model_path, $tools] = [$argv[1] ?? '', $argv[2] ?? ''];
+    if (!is_file($model_path) || !is_dir($tools)) {
+        fwrite(STDERR, "usage: php $usage\n");
+        exit(2);
+    }
+    return [$model_path, $tools, (int) ($argv[3] ?? 2), (int) ($argv[4] ?? 5)];
+}
+
 /** SmolLM2's chat template (ChatML), rendered as chat() renders it. */
 function chatml(string $system, string $user): string
 {
