@@ -13,9 +13,10 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::context::{cells_for, BatchToken, Context, Shape, MAX_SEQUENCES};
-use super::generate::{self, recount_due, Progress};
+use super::generate::recount_due;
 use super::lookup::StepCost;
 use super::prefix_cache;
+use super::progress::{self, Progress};
 use super::sampler::{GrammarSampler, Sampler};
 use super::session::MAX_BATCH;
 use super::threads::Claim;
@@ -334,7 +335,7 @@ pub fn run(
             let in_prompt = |e: InferenceError| e.in_prompt(slot.index);
             let draft = std::mem::take(&mut slot.draft);
             let first = slot.len - draft.len();
-            let (kept, finish) = generate::verify(
+            let (kept, finish) = progress::verify(
                 (&mut slot.progress, &mut slot.sampler, model),
                 &mut slot.pending,
                 &draft,
@@ -347,10 +348,7 @@ pub fn run(
             slot.draft.clear();
             if first + kept < slot.len {
                 if !ctx.forget_sequence_from(seq as u32, first + kept) {
-                    return Err(in_prompt(InferenceError::DecodeFailed {
-                        detail: "the model's memory cannot drop the tokens of a proposal"
-                            .to_owned(),
-                    }));
+                    return Err(in_prompt(super::lookup::not_dropped()));
                 }
                 slot.len = first + kept;
             }

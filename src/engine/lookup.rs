@@ -9,6 +9,7 @@
 
 use llama_cpp_2::token::LlamaToken;
 
+use crate::common::error::InferenceError;
 use crate::common::params::LookupParams;
 use crate::hashing::hash_of;
 
@@ -32,6 +33,14 @@ pub fn core_of(token: LlamaToken, piece: &[u8]) -> u64 {
 /// source goes on with its own (a comma, a full stop).
 fn is_punctuation(core: &[u8]) -> bool {
     !core.is_empty() && core.iter().all(u8::is_ascii_punctuation)
+}
+
+/// The error when a context cannot drop the proposed tokens the sampler
+/// did not keep: its cache then no longer matches what it records.
+pub(super) fn not_dropped() -> InferenceError {
+    InferenceError::DecodeFailed {
+        detail: "the model's memory cannot drop the tokens of a proposal".to_owned(),
+    }
 }
 
 /// What evaluating generated tokens costs on this machine and model,

@@ -14,6 +14,7 @@ pub mod persistent;
 pub mod prefix_cache;
 pub mod prefix_store;
 pub mod probe;
+pub mod progress;
 pub mod rerank;
 pub mod sampler;
 pub mod session;

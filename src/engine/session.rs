@@ -275,9 +275,7 @@ impl Session {
             return Ok(());
         }
         if !self.ctx.forget_from(len) {
-            return Err(InferenceError::DecodeFailed {
-                detail: "the model's memory cannot drop the tokens of a proposal".to_owned(),
-            });
+            return Err(super::lookup::not_dropped());
         }
         self.cached.truncate(len);
         Ok(())
