@@ -173,7 +173,7 @@ final class PromptCacheTest extends InferTestCase
         $model = Model::load(self::modelPath());
         $first = $model->chat(Prompt::system(self::SYSTEM)->withUser('When do you open?'), maxTokens: 4);
         $t = $first->timings();
-        $this->assertSame(['prompt_ms', 'generation_ms', 'prompt_tokens_per_second', 'tokens_per_second', 'cached_tokens', 'forced_tokens', 'sampled_tokens', 'cache'], array_keys($t));
+        $this->assertSame(['prompt_ms', 'generation_ms', 'prompt_tokens_per_second', 'tokens_per_second', 'cached_tokens', 'forced_tokens', 'sampled_tokens', 'lookup_proposed', 'lookup_accepted', 'generation_steps', 'cache'], array_keys($t));
         $this->assertSame('none', $t['cache']);
         $this->assertGreaterThan(0.0, $t['prompt_ms']);
         $this->assertEqualsWithDelta($first->promptTokens() * 1000 / $t['prompt_ms'], $t['prompt_tokens_per_second'], 1e-6);
