@@ -56,7 +56,13 @@ foreach ($workloads as $workload => [$prompt, $schema, $max]) {
     $times = [];
     $last = [];
     for ($i = 0; $i <= $rounds; $i++) {
-        foreach ($modes as $mode => $lookup) {
+        // Each round in another order: a call right after another model's
+        // call runs a little slower (its pool had gone to sleep), so no mode
+        // may always take the same place.
+        $names = array_keys($modes);
+        $turn = array_merge(array_slice($names, $i % count($names)), array_slice($names, 0, $i % count($names)));
+        foreach ($turn as $mode) {
+            $lookup = $modes[$mode];
             $r = $models[$mode]->chat($prompt, maxTokens: $max, options: $options + ['lookup' => $lookup]);
             if ($i > 0) { // the first round warms up
                 $times[$mode][] = $r->timings()['generation_ms'];
