@@ -111,7 +111,7 @@ gemma-model:
 xgrammar:
 	@bash scripts/xgrammar-venv.sh >/dev/null
 
-test-rust: deps model qwen-model xgrammar
+test-rust: deps model qwen-model gemma-model xgrammar
 	python3 scripts/import-circles.py
 	# One test at a time: tests that run the model each start llama.cpp threads,
 	# and oversubscribed cores make its spinning barriers crawl.
@@ -136,7 +136,7 @@ lint:
 	cargo clippy --release $(CORE) --all-targets -- -D warnings
 	cargo clippy --release --no-default-features --lib -- -D warnings
 
-# Benchmarks (figures go to BENCHMARKS.md); they read ../shared/data.
+# Benchmarks (figures go to docs/benchmarks/, indexed by BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
 bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup
@@ -280,8 +280,8 @@ bench-shared-state: build model llama-server
 	$(PHP_BIN) bench/shared_load.php $(INFER_MODEL) $(INFER_LLAMA_SERVER) $(BEFORE_EXT) $(EXT)
 
 # Prompt lookup (option `lookup`) against the same calls without it and
-# against llama.cpp's own llama-lookup (bench/lookup.php; BENCHMARKS.md,
-# "Prompt lookup").
+# against llama.cpp's own llama-lookup (bench/lookup.php;
+# docs/benchmarks/decoding.md, "Prompt lookup").
 bench-lookup: build model qwen-model
 	bash bench/build-llama-tools.sh
 	$(PHP_WITH_EXT) bench/lookup.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)

@@ -325,7 +325,7 @@ fn serve(model_path: &str) -> Result<(), ()> {
 }
 
 /// Whether the grammar accepts exactly `text`: every token allowed in turn,
-/// then end-of-generation (as `infer::engine::probe::LoadedGrammar::accepts`).
+/// then end-of-generation (as `infer::engine::decode::probe::LoadedGrammar::accepts`).
 fn accepts(model: &LlamaModel, grammar: &mut LlamaSampler, text: &str) -> bool {
     grammar.reset();
     let vocab = model.vocab();

@@ -24,7 +24,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::Instant;
 
-use infer::common::params::Constraint;
+use infer::backend::params::Constraint;
+use infer::backend::Backend;
 use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
 use infer::grammar::CheckedGbnf;
 use infer::schema;
@@ -259,7 +260,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let max_tokens = flag("--max-tokens", 160) as u32;
     let fast_forward = flag(
         "--fast-forward",
-        usize::from(infer::common::params::DEFAULT_FAST_FORWARD),
+        usize::from(infer::backend::params::DEFAULT_FAST_FORWARD),
     ) == 1;
     if flag("--differential", 0) == 1 {
         // `--one-by-one 1`: forced tokens evaluated singly (the same kernels

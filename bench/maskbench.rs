@@ -41,7 +41,7 @@ use std::io::{BufRead, BufReader};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
-use infer::engine::probe::GrammarProbe;
+use infer::engine::decode::probe::GrammarProbe;
 use infer::schema::{self, canonical, ErrorKind, SchemaError};
 use serde_json::Value;
 

@@ -18,8 +18,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use infer::engine::backend::backend;
-use infer::engine::context::{BatchToken, Context, Shape};
+use infer::engine::llama::context::{BatchToken, Context, Shape};
+use infer::engine::llama::runtime::backend;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
@@ -94,7 +94,7 @@ fn main() {
         n_seq: PREFIXES as u32 + 1,
         n_batch: N_BATCH,
         shared_cells: true,
-        output: infer::engine::context::Computes::Logits,
+        output: infer::engine::llama::context::Computes::Logits,
     };
     let mut resident = Context::new(&model, threads, shape, 0).unwrap_or_else(|e| panic!("{e}"));
     for (k, p) in prefixes.iter().enumerate() {

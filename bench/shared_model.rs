@@ -16,6 +16,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use infer::backend::Backend;
 use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};
 
 const CALLS: usize = 8;

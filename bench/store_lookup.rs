@@ -12,8 +12,8 @@
 
 use std::time::Instant;
 
-use infer::engine::persistent::FileId;
-use infer::engine::prefix_store::{self, ModelIdentity, StateBound};
+use infer::engine::cache::persistent::FileId;
+use infer::engine::cache::prefix_store::{self, ModelIdentity, StateBound};
 use llama_cpp_2::token::LlamaToken;
 
 const STATE: usize = 1 << 20;

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Import circles between the files of src/: fails when two files of
-different concerns import each other, directly or through others.
+different concerns import each other, directly or through others, or when
+a file imports one of a layer above its own (RULES).
 
 A file's imports are its `crate::…` and `super::…` paths (use lists
 expanded), resolved to the file that defines the module; imports of a
@@ -74,11 +75,42 @@ def sc(v):
 for v in list(files):
     if v not in idx: sc(v)
 ALLOWED = [
-    {'engine::model', 'engine::stream'},
     {'grammar::check::parser', 'grammar::check::repetition'},
 ]
+# (files under this module, must not import modules under these, because)
+ENGINE_ABOVE_DECODE = ['engine::model', 'engine::embed', 'engine::rerank', 'engine::api']
+RULES = [
+    ('remote', ['engine', 'php'], 'the HTTP backend stands beside the engine, not on it'),
+    ('engine', ['remote', 'php'], 'the engine stands beside the HTTP backend, not on it'),
+    ('backend', ['engine', 'remote', 'php'], 'the backend contract is below every backend'),
+    ('chat', ['engine', 'remote', 'php', 'backend'], 'chat templates are pure: no backend'),
+    ('schema', ['engine', 'remote', 'php', 'backend'], 'schemas are pure: no backend'),
+    ('grammar', ['engine', 'remote', 'php', 'backend', 'schema'], 'grammars are pure: no backend'),
+    ('engine::llama', ['engine::cache', 'engine::decode'] + ENGINE_ABOVE_DECODE,
+     'llama.cpp itself is the engine\'s lowest room'),
+    ('engine::cache', ['engine::decode'] + ENGINE_ABOVE_DECODE, 'the caches stand on llama/ only'),
+    ('engine::decode', ENGINE_ABOVE_DECODE, 'decoding stands on cache/ and llama/, below the model'),
+]
+def under(mod, prefix):
+    return '::'.join(mod).startswith(prefix) and (len('::'.join(mod)) == len(prefix) or '::'.join(mod)[len(prefix)] == ':')
+broken = []
+for mod, targets in g.items():
+    if mod and mod[-1] == 'tests':
+        continue
+    for low, forbidden, why in RULES:
+        if not under(mod, low):
+            continue
+        for t in targets:
+            if any(under(t, f) for f in forbidden):
+                broken.append('%s imports %s: %s' % ('::'.join(mod), '::'.join(t), why))
+    if not under(mod, 'php'):
+        for t in targets:
+            if under(t, 'php'):
+                broken.append('%s imports %s: the binding is the top: nothing imports it' % ('::'.join(mod), '::'.join(t)))
+for b in sorted(set(broken)):
+    print('layering:', b)
 bad = [sorted('::'.join(x) for x in comp) for comp in out]
 bad = [c for c in bad if set(c) not in ALLOWED]
 for c in bad:
     print('import circle:', ' <-> '.join(c))
-sys.exit(1 if bad else 0)
+sys.exit(1 if bad or broken else 0)

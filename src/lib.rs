@@ -2,12 +2,14 @@
 //! llama.cpp. The engine and the converters are plain Rust; `php` is the
 //! binding, compiled only with the `php` feature (on by default).
 
+/// The backend contract: the `Backend` trait that a model in this process
+/// and a model over HTTP implement, and what they share (parameters,
+/// errors, results).
+#[cfg(feature = "engine")]
+pub mod backend;
 /// Rendering conversations (templates, tool calls, reasoning): text only.
 #[cfg(feature = "engine")]
 pub mod chat;
-/// What the backends share: parameters, errors, results, the `Backend` trait.
-#[cfg(feature = "engine")]
-pub mod common;
 #[cfg(feature = "engine")]
 pub mod engine;
 pub mod grammar;

@@ -7,6 +7,7 @@
 
 use crate::common;
 
+use infer::backend::Backend;
 use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate};
 use serde_json::Map;

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 
 use crate::common;
 
-use infer::common::params::Constraint;
+use infer::backend::params::Constraint;
+use infer::backend::Backend;
 use infer::engine::{FinishReason, GenerateParams, Generation, LoadParams, Message, Model, Role};
 use infer::grammar::CheckedGbnf;
 use infer::schema;

@@ -21,7 +21,8 @@ use serde_json::json;
 
 use crate::common;
 
-use infer::common::params::{Constraint, LookupParams};
+use infer::backend::params::{Constraint, LookupParams};
+use infer::backend::Backend;
 use infer::engine::{GenerateParams, Generation, LoadParams, Message, Model, Role};
 use infer::schema;
 
@@ -134,6 +135,13 @@ fn greedy_outputs_with_lookup_equal_those_without_smollm2() {
 fn greedy_outputs_with_lookup_equal_those_without_qwen() {
     let model = Model::load(&common::qwen_path(), &LoadParams::default()).expect("load");
     let accepted = greedy_equal(&model, "Qwen");
+    assert!(accepted >= 20, "only {accepted} proposed tokens kept");
+}
+
+#[test]
+fn greedy_outputs_with_lookup_equal_those_without_gemma() {
+    let model = Model::load(&common::gemma_path(), &LoadParams::default()).expect("load");
+    let accepted = greedy_equal(&model, "Gemma 3");
     assert!(accepted >= 20, "only {accepted} proposed tokens kept");
 }
 

@@ -4,7 +4,8 @@
 
 use crate::common;
 
-use infer::common::params::Constraint;
+use infer::backend::params::Constraint;
+use infer::backend::Backend;
 use infer::engine::{GenerateParams, LoadParams, Message, Model, Role};
 use infer::grammar::CheckedGbnf;
 
@@ -46,7 +47,7 @@ fn a_shared_system_prompt_is_evaluated_once() {
     assert_eq!(first.reused_tokens, 0);
     let second_prompt = transcript(SYSTEM, "What time do you open?");
     let second = model.chat(&second_prompt, &p).unwrap();
-    let system_tokens = model.count_tokens(SYSTEM, true) as u32;
+    let system_tokens = model.count_tokens(SYSTEM, true).expect("count") as u32;
     assert!(
         second.reused_tokens > system_tokens && second.reused_tokens < second.prompt_tokens,
         "reused {} of {} prompt tokens; the system prompt alone is {system_tokens}",

@@ -5,11 +5,11 @@
 
 use crate::common;
 
-use infer::common::params::GenerateParams;
+use infer::backend::params::GenerateParams;
 use std::sync::Arc;
 
-use infer::engine::sampler::{GrammarSampler, Sampler};
-use infer::engine::think::Phase;
+use infer::engine::decode::sampler::{GrammarSampler, Sampler};
+use infer::engine::decode::think::Phase;
 use infer::grammar::CheckedGbnf;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::data::LlamaTokenData;

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use crate::common;
 
-use infer::common::params::{Constraint, StopCheck};
-use infer::common::FinishReason;
+use infer::backend::params::{Constraint, StopCheck};
+use infer::backend::Backend;
+use infer::backend::FinishReason;
 use infer::engine::{GenerateParams, InferenceError, LoadParams, Message, Model, Role};
 use infer::grammar::CheckedGbnf;
 
@@ -115,7 +116,7 @@ fn threads_sharing_one_model_write_what_one_thread_writes() {
     // the model used by one thread kept one.
     let kept = model.kept_sessions();
     assert!((2..=THREADS).contains(&kept), "{kept} contexts kept");
-    assert_eq!(model.info().context_size, Some(512));
+    assert_eq!(model.info()["context_size"], 512);
 }
 
 #[test]
@@ -183,7 +184,9 @@ fn a_stream_blocks_only_its_own_threads_calls() {
     let messages = ask("Name three colours.");
     let expected = model.chat(&messages, &params).expect("generate").text;
 
-    let mut stream = Model::stream_chat(&model, &messages, params.clone()).expect("open a stream");
+    let mut stream = Arc::clone(&model)
+        .stream_chat(&messages, params.clone())
+        .expect("open a stream");
     let first = stream.next_piece().expect("a piece");
     assert!(first.is_some(), "the stream yields");
     // This thread has a stream open: its other calls are refused...
@@ -329,7 +332,9 @@ fn each_failing_call_reports_its_own_diagnostics() {
                     &format!(
                         "llama.cpp rejected the grammar: line 1, column 14: invalid token \
                          '<notatoken{i}>': it is {} tokens of this model's vocabulary, not one",
-                        model.count_tokens(&format!("<notatoken{i}>"), true)
+                        model
+                            .count_tokens(&format!("<notatoken{i}>"), true)
+                            .expect("count")
                     ),
                     "thread {i}"
                 );

@@ -6,6 +6,7 @@
 
 use crate::common;
 
+use infer::backend::Backend;
 use infer::chat::tools::{ToolChoice, ToolFormat, ToolSpec, Tools};
 use infer::engine::{FinishReason, GenerateParams, LoadParams, Message, Model, Role};
 use serde_json::{json, Value};

@@ -17,7 +17,7 @@ use libfuzzer_sys::fuzz_target;
 mod differential;
 
 use differential::gen::{Bytes, Gen};
-use infer::engine::probe::GrammarProbe;
+use infer::engine::decode::probe::GrammarProbe;
 
 fn model_path() -> std::path::PathBuf {
     std::env::var_os("INFER_MODEL").map_or_else(

@@ -258,9 +258,9 @@ pub const DEFAULT_N_CTX: u32 = 2048;
 pub const DEFAULT_TEMPERATURE: f32 = 0.0;
 pub const DEFAULT_SEED: i64 = 1234;
 /// On: the answers it writes are as valid and, measured against known
-/// answers, as right or more (BENCHMARKS.md, "Fast-forward decoding").
+/// answers, as right or more (docs/benchmarks/decoding.md, "Fast-forward decoding").
 pub const DEFAULT_FAST_FORWARD: bool = true;
-/// Off until measured as good (BENCHMARKS.md, "Prompt lookup").
+/// Off until measured as good (docs/benchmarks/decoding.md, "Prompt lookup").
 pub const DEFAULT_LOOKUP: bool = false;
 
 impl Default for GenerateParams {

@@ -6,9 +6,11 @@ use std::ops::Range;
 
 use llama_cpp_2::token::LlamaToken;
 
-use super::context::{cells_for, BatchToken, Computes, Context, Shape, MAX_SEQUENCES};
-use crate::common::error::{InferenceError, InferenceResult};
-use crate::common::params::Pooling;
+use crate::backend::error::{InferenceError, InferenceResult};
+use crate::backend::params::Pooling;
+use crate::engine::llama::context::{
+    cells_for, BatchToken, Computes, Context, Shape, MAX_SEQUENCES,
+};
 
 /// Most texts one batch carries.
 pub const BATCH_SEQUENCES: u32 = 64;

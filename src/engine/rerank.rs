@@ -17,14 +17,15 @@ use std::path::Path;
 
 use llama_cpp_2::token::LlamaToken;
 
-use super::context::{cells_for, BatchToken, Context, Shape};
 use super::embed::{self, BATCH_TOKENS};
 use super::model::Model;
-use super::prefix_cache::common_prefix;
-use super::shelf::{Fit, Shelf};
+use crate::backend::error::{InferenceError, InferenceResult, List, LoadError};
+use crate::backend::params::{GenerateParams, LoadParams, Pooling, StopCheck};
+use crate::backend::Backend;
 use crate::chat::{Message, Role};
-use crate::common::error::{InferenceError, InferenceResult, List, LoadError};
-use crate::common::params::{GenerateParams, LoadParams, Pooling, StopCheck};
+use crate::engine::cache::prefix_cache::common_prefix;
+use crate::engine::llama::context::{cells_for, BatchToken, Context, Shape};
+use crate::engine::llama::shelf::{Fit, Shelf};
 
 /// The instruction of the yes/no judgement when the caller gives none
 /// (Qwen3-Reranker's default).
@@ -74,7 +75,7 @@ struct Judging {
     prefix: Vec<LlamaToken>,
 }
 
-impl super::shelf::Idle for Judging {
+impl crate::engine::llama::shelf::Idle for Judging {
     fn rest(&mut self) {
         self.ctx.rest();
     }

@@ -96,11 +96,11 @@ extern "C" fn info(module: *mut ModuleEntry) {
     info_table_row!("version", env!("CARGO_PKG_VERSION"));
     info_table_row!(
         "compiled backends",
-        crate::engine::devices::compiled_backends().join(", ")
+        crate::engine::llama::devices::compiled_backends().join(", ")
     );
     info_table_row!("persistent models held", models.len().to_string());
     info_table_row!("persistent model loads", loads.to_string());
-    let cache = crate::engine::prefix_cache::stats();
+    let cache = crate::engine::cache::prefix_cache::stats();
     info_table_row!(
         "prompt cache (memory)",
         format!(
@@ -114,7 +114,7 @@ extern "C" fn info(module: *mut ModuleEntry) {
         "prompt cache hits / misses / evictions",
         format!("{} / {} / {}", cache.hits, cache.misses, cache.evictions)
     );
-    let shared = crate::engine::prefix_store::stats();
+    let shared = crate::engine::cache::prefix_store::stats();
     let place = match (&shared.dir, &shared.problem) {
         (None, _) => "off".to_owned(),
         (Some(dir), Some(problem)) => format!("{} not used: {problem}", dir.display()),

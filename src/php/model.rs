@@ -19,18 +19,33 @@ use super::convert::{self, OptionsArg};
 use super::embedding::Embedding;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
-use super::options::{
-    chat_only_options, connect_params, generate_params, load_request, many_params, refused_options,
-};
+use super::options::{connect_params, generation_params, load_request, CallKind, GenerationArgs};
 use super::paths::allowed_path;
 use super::persistent;
 use super::prompt::Prompt;
 use super::response::Response;
 use super::stream::Stream;
 use super::timeout::stop_check;
-use crate::common::{Backend, InferenceError};
+use crate::backend::{Backend, GenerateParams, InferenceError};
 use crate::engine;
 use crate::remote::Remote;
+
+const CHAT: CallKind = CallKind {
+    chat: true,
+    many: false,
+};
+const RAW: CallKind = CallKind {
+    chat: false,
+    many: false,
+};
+const CHAT_MANY: CallKind = CallKind {
+    chat: true,
+    many: true,
+};
+const RAW_MANY: CallKind = CallKind {
+    chat: false,
+    many: true,
+};
 
 /// A GGUF model loaded in this process.
 #[php_class]
@@ -49,12 +64,26 @@ impl Model {
         self.inner.as_ref().ok_or(CallError::Closed)
     }
 
-    /// The backend for a generation with `options`, refused first when it
-    /// cannot honour one of them.
-    fn generating(&self, options: &OptionsArg<'_>) -> Result<&Arc<dyn Backend>, CallError> {
+    /// The backend of a generation of `kind` and its parameters (see
+    /// [`generation_params`]): the one parameter path of every generation
+    /// method.
+    fn generation(
+        &self,
+        kind: CallKind,
+        (max_tokens, n_ctx, temperature, seed): (i64, i64, f64, i64),
+        options: OptionsArg<'_>,
+    ) -> Result<(&Arc<dyn Backend>, GenerateParams, u32), CallError> {
         let backend = self.backend()?;
-        refused_options(options, |key, off| backend.refuses_option(key, off))?;
-        Ok(backend)
+        let args = GenerationArgs {
+            max_tokens,
+            n_ctx,
+            temperature,
+            seed,
+            options,
+        };
+        let (params, parallel) =
+            generation_params(args, kind, |key, off| backend.refuses_option(key, off))?;
+        Ok((backend, params, parallel))
     }
 }
 
@@ -208,8 +237,8 @@ impl Model {
         seed: i64,
         options: OptionsArg<'_>,
     ) -> PhpResult<Response> {
-        let backend = self.generating(&options)?;
-        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        let (backend, params, _) =
+            self.generation(CHAT, (maxTokens, nCtx, temperature, seed), options)?;
         Ok(backend.chat(&prompt.messages, &params)?.into())
     }
 
@@ -226,10 +255,9 @@ impl Model {
         addBos: bool,
         options: OptionsArg<'_>,
     ) -> PhpResult<String> {
-        let backend = self.generating(&options)?;
+        let (backend, params, _) =
+            self.generation(RAW, (maxTokens, nCtx, temperature, seed), options)?;
         let prompt = text(prompt, "prompt")?;
-        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
-        chat_only_options(&params)?;
         Ok(backend.raw(&prompt, addBos, &params)?.text)
     }
 
@@ -245,8 +273,8 @@ impl Model {
         seed: i64,
         options: OptionsArg<'_>,
     ) -> PhpResult<Stream> {
-        let backend = self.generating(&options)?;
-        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
+        let (backend, params, _) =
+            self.generation(CHAT, (maxTokens, nCtx, temperature, seed), options)?;
         Ok(Stream::new(
             Arc::clone(backend).stream_chat(&prompt.messages, params)?,
             true,
@@ -267,10 +295,9 @@ impl Model {
         addBos: bool,
         options: OptionsArg<'_>,
     ) -> PhpResult<Stream> {
-        let backend = self.generating(&options)?;
+        let (backend, params, _) =
+            self.generation(RAW, (maxTokens, nCtx, temperature, seed), options)?;
         let prompt = text(prompt, "prompt")?;
-        let params = generate_params(maxTokens, nCtx, temperature, seed, options)?;
-        chat_only_options(&params)?;
         Ok(Stream::new(
             Arc::clone(backend).stream_raw(&prompt, addBos, params)?,
             false,
@@ -289,14 +316,14 @@ impl Model {
         seed: i64,
         options: OptionsArg<'_>,
     ) -> PhpResult<Vec<Response>> {
-        let backend = self.generating(&options)?;
+        let (backend, params, parallel) =
+            self.generation(CHAT_MANY, (maxTokens, nCtx, temperature, seed), options)?;
         let transcripts = prompt_list(
             prompts,
             "prompts",
             "a Displace\\Infer\\Prompt",
             |_, item| <&Prompt>::from_zval(item.dereference()).map(|p| Ok(p.messages.clone())),
         )?;
-        let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
         let generations = backend.chat_many(&transcripts, &params, parallel)?;
         Ok(generations.into_iter().map(Response::from).collect())
     }
@@ -314,7 +341,8 @@ impl Model {
         addBos: bool,
         options: OptionsArg<'_>,
     ) -> PhpResult<Vec<String>> {
-        let backend = self.generating(&options)?;
+        let (backend, params, parallel) =
+            self.generation(RAW_MANY, (maxTokens, nCtx, temperature, seed), options)?;
         let texts = prompt_list(prompts, "prompts", "a string", |index, item| {
             convert::string_bytes(item).map(|bytes| {
                 convert::utf8(bytes.to_vec()).map_err(|offset| CallError::ElementNotUtf8 {
@@ -324,8 +352,6 @@ impl Model {
                 })
             })
         })?;
-        let (params, parallel) = many_params(maxTokens, nCtx, temperature, seed, options)?;
-        chat_only_options(&params)?;
         let generations = backend.raw_many(&texts, addBos, &params, parallel)?;
         Ok(generations.into_iter().map(|g| g.text).collect())
     }
@@ -424,8 +450,7 @@ impl Model {
     pub fn render_prompt(&self, prompt: &Prompt, options: OptionsArg<'_>) -> PhpResult<String> {
         // A connected model refuses what it cannot render (`tools`) as
         // `chat()` does, rather than rendering without it.
-        let backend = self.generating(&options)?;
-        let params = generate_params(1, 1, 0.0, 0, options)?;
+        let (backend, params, _) = self.generation(CHAT, (1, 1, 0.0, 0), options)?;
         Ok(backend.render_prompt(&prompt.messages, &params)?)
     }
 }

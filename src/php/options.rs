@@ -9,9 +9,9 @@ use ext_php_rs::types::{ArrayKey, Zval};
 use super::convert::{self, describe, php_float, OptionsArg};
 use super::errors::{CallError, LoadCallError};
 use super::schema_arg::schema_grammar;
+use crate::backend::params::{seed_from, Constraint, LookupParams, Pooling, MAX_THREADS};
 use crate::chat::tools::{ToolChoice, Tools};
-use crate::common::params::{seed_from, Constraint, LookupParams, Pooling, MAX_THREADS};
-use crate::engine::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
+use crate::engine::decode::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
 use crate::engine::rerank::RerankParams;
 use crate::engine::{GenerateParams, LoadParams};
 use crate::grammar::CheckedGbnf;
@@ -226,50 +226,62 @@ fn weights_option(
     Ok(())
 }
 
-/// The positional arguments of `chat()` / `raw()`, checked, and then their
-/// `options`.
-pub fn generate_params(
-    max_tokens: i64,
-    n_ctx: i64,
-    temperature: f64,
-    seed: i64,
-    options: OptionsArg<'_>,
-) -> Result<GenerateParams, CallError> {
-    if !temperature.is_finite() || temperature < 0.0 {
+/// What a generation method was called with besides its prompt: the
+/// positional arguments every one of them takes, and its options.
+pub struct GenerationArgs<'a> {
+    pub max_tokens: i64,
+    pub n_ctx: i64,
+    pub temperature: f64,
+    pub seed: i64,
+    pub options: OptionsArg<'a>,
+}
+
+/// Which generation method: a chat (rendered with the template) or a raw
+/// completion, of one prompt or many (`chatMany()` / `rawMany()` take
+/// `parallel` too).
+#[derive(Debug, Clone, Copy)]
+pub struct CallKind {
+    pub chat: bool,
+    pub many: bool,
+}
+
+/// The parameters of a generation and how many prompts to decode at a time,
+/// its options read once: first refused where the backend cannot honour one
+/// (`refuses` gives why, asked before anything else so that such an option
+/// is refused rather than ignored), then the positional arguments checked,
+/// then each option.
+pub fn generation_params(
+    args: GenerationArgs<'_>,
+    kind: CallKind,
+    refuses: impl Fn(&str, bool) -> Option<&'static str>,
+) -> Result<(GenerateParams, u32), CallError> {
+    let keys = if kind.many { MANY_KEYS } else { GENERATE_KEYS };
+    let mut entries = args.options.entries(|i| Problem::integer_key(i, keys))?;
+    if let Some((key, why)) = entries
+        .iter()
+        .find_map(|(key, value)| refuses(key, value.is_false()).map(|why| (key, why)))
+    {
+        return Err(Problem::new(key, why.to_owned()).into());
+    }
+    if !args.temperature.is_finite() || args.temperature < 0.0 {
         return Err(CallError::InvalidArgument {
             name: "temperature",
             expected: "a finite number >= 0",
-            got: php_float(temperature),
+            got: php_float(args.temperature),
         });
     }
     let mut params = GenerateParams {
-        max_tokens: positive_u32("maxTokens", max_tokens)?,
-        n_ctx: positive_u32("nCtx", n_ctx)?,
-        temperature: temperature as f32,
-        seed: seed_from(seed),
+        max_tokens: positive_u32("maxTokens", args.max_tokens)?,
+        n_ctx: positive_u32("nCtx", args.n_ctx)?,
+        temperature: args.temperature as f32,
+        seed: seed_from(args.seed),
         ..GenerateParams::default()
     };
-    let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
-    apply_generate_options(entries, GENERATE_KEYS, &mut params)?;
-    // What only PHP knows: whether the request's time limit has run out
-    // (then the generation stops, and PHP reports the timeout on return).
-    params.stop_check.interrupt = Some(super::timeout::interrupt());
-    Ok(params)
-}
-
-/// The arguments of `chatMany()` / `rawMany()`: those of `chat()` / `raw()`
-/// and the `parallel` option (how many prompts to decode at a time).
-pub fn many_params(
-    max_tokens: i64,
-    n_ctx: i64,
-    temperature: f64,
-    seed: i64,
-    options: OptionsArg<'_>,
-) -> Result<(GenerateParams, u32), CallError> {
-    let mut params = generate_params(max_tokens, n_ctx, temperature, seed, OptionsArg::none())?;
     let mut parallel = DEFAULT_PARALLEL;
-    let mut entries = options.entries(|i| Problem::integer_key(i, MANY_KEYS))?;
-    if let Some(at) = entries.iter().position(|(k, _)| k == "parallel") {
+    if let Some(at) = entries
+        .iter()
+        .position(|(k, _)| kind.many && k == "parallel")
+    {
         let (key, value) = entries.remove(at);
         let what = format!("an int between 1 and {MAX_PARALLEL}");
         parallel = convert::int(value)
@@ -277,7 +289,13 @@ pub fn many_params(
             .and_then(|n| u32::try_from(n).ok())
             .ok_or_else(|| Problem::wrong(&key, &what, value))?;
     }
-    apply_generate_options(entries, MANY_KEYS, &mut params)?;
+    apply_generate_options(entries, keys, &mut params)?;
+    if !kind.chat {
+        chat_only_options(&params)?;
+    }
+    // What only PHP knows: whether the request's time limit has run out
+    // (then the generation stops, and PHP reports the timeout on return).
+    params.stop_check.interrupt = Some(super::timeout::interrupt());
     Ok((params, parallel))
 }
 
@@ -429,7 +447,7 @@ fn template_vars(
 /// `raw()` and its variants complete the text as given: no template to
 /// pass variables to, no messages (the prompt's special tokens are always
 /// parsed: it is the caller's own template).
-pub fn chat_only_options(params: &GenerateParams) -> Result<(), CallError> {
+fn chat_only_options(params: &GenerateParams) -> Result<(), CallError> {
     if !params.template_vars.is_empty() {
         return Err(Problem::new(
             "template_vars",
@@ -669,19 +687,4 @@ pub fn connect_params(
         }
     }
     Ok(params)
-}
-
-/// Refuse the first option of a generation that the backend says it cannot
-/// honour (`refuses` gives why), rather than ignore it.
-pub fn refused_options(
-    options: &OptionsArg<'_>,
-    refuses: impl Fn(&str, bool) -> Option<&'static str>,
-) -> Result<(), CallError> {
-    let entries = options.entries(|i| Problem::integer_key(i, GENERATE_KEYS))?;
-    for (key, value) in entries {
-        if let Some(why) = refuses(&key, value.is_false()) {
-            return Err(Problem::new(&key, why.to_owned()).into());
-        }
-    }
-    Ok(())
 }

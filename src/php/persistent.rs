@@ -17,7 +17,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::engine::persistent::{FileId, Key, Listing, Registry};
+use crate::engine::cache::persistent::{FileId, Key, Listing, Registry};
 use crate::engine::{self, LoadError, LoadParams};
 
 static MODELS: Mutex<Option<Registry<engine::Model>>> = Mutex::new(None);
@@ -48,7 +48,7 @@ pub fn load(path: &Path, params: &LoadParams) -> Result<(Arc<engine::Model>, boo
 
 /// Forget `model` (`close()`): the process no longer keeps it, and its
 /// memory goes when the last object using it goes.
-pub fn forget(model: &Arc<dyn crate::common::Backend>) {
+pub fn forget(model: &Arc<dyn crate::backend::Backend>) {
     if let Some(models) = models().as_mut() {
         models.remove_at(Arc::as_ptr(model).cast());
     }

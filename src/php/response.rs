@@ -8,8 +8,8 @@ use ext_php_rs::types::{ZendHashTable, Zval};
 use super::convert::json_to_zval;
 use super::exceptions::{inference_exception, no_constructor};
 use super::tool_call::ToolCall;
+use crate::backend::Timings;
 use crate::chat::{reasoning, tools};
-use crate::common::Timings;
 use crate::engine::Generation;
 
 /// What `chat()` produced: the text, its answer and reasoning, and counts.

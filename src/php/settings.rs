@@ -335,15 +335,15 @@ pub fn configure_prompt_cache(at_request: bool) {
         log_refused_once(&store_refused);
     }
     if memory_refused.is_empty() {
-        crate::engine::prefix_cache::configure(
+        crate::engine::cache::prefix_cache::configure(
             number(PROMPT_CACHE_MB_INI).saturating_mul(1 << 20),
             number(PROMPT_CACHE_MIN_TOKENS_INI),
         );
     } else {
-        crate::engine::prefix_cache::configure(0, 0);
+        crate::engine::cache::prefix_cache::configure(0, 0);
     }
     match store_refused.first() {
-        None => crate::engine::prefix_store::configure(
+        None => crate::engine::cache::prefix_store::configure(
             &string(PROMPT_CACHE_DIR_INI),
             u64::try_from(number(PROMPT_CACHE_DIR_MB_INI))
                 .unwrap_or(0)
@@ -352,7 +352,7 @@ pub fn configure_prompt_cache(at_request: bool) {
             &string(PROMPT_CACHE_NAMESPACE_INI),
         ),
         Some(r) => {
-            crate::engine::prefix_store::refuse(&string(PROMPT_CACHE_DIR_INI), r.to_string())
+            crate::engine::cache::prefix_store::refuse(&string(PROMPT_CACHE_DIR_INI), r.to_string())
         }
     }
 }

@@ -7,7 +7,7 @@ use ext_php_rs::zend::ce;
 use super::errors::CallError;
 use super::exceptions::no_constructor;
 use super::response::Response;
-use crate::common::{Generation, Piece, PieceStream};
+use crate::backend::{Generation, Piece, PieceStream};
 
 /// A generation in progress: iterating it generates the next piece.
 #[php_class]

@@ -12,7 +12,7 @@ use std::ffi::c_void;
 use ext_php_rs::ffi::zend_atomic_bool;
 use ext_php_rs::zend::ExecutorGlobals;
 
-use crate::common::params::{Interrupt, StopCheck};
+use crate::backend::params::{Interrupt, StopCheck};
 
 extern "C" {
     fn zend_atomic_bool_load(obj: *const zend_atomic_bool) -> bool;

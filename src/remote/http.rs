@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 use ureq::http::Response;
 use ureq::Body;
 
-use crate::common::RemoteError;
+use crate::backend::RemoteError;
 
 /// The most a JSON answer may weigh (embeddings of long lists are large).
 const MAX_BODY: u64 = 512 * 1024 * 1024;

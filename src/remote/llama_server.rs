@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::common::params::{Constraint, GenerateParams, REPEAT_LAST_N};
-use crate::common::FinishReason;
+use crate::backend::params::{Constraint, GenerateParams, REPEAT_LAST_N};
+use crate::backend::FinishReason;
 
 /// What `/props` says.
 #[derive(Debug)]

@@ -17,7 +17,7 @@
 //!   time limit or a cancelled stream stops it between two tokens, and a
 //!   reply cut off by the server is an error, never a short answer.
 
-mod api;
+mod calls;
 mod dialect;
 pub mod http;
 mod llama_server;
@@ -33,16 +33,16 @@ use std::time::Duration;
 
 use serde_json::{json, Value as Json};
 
-pub use crate::common::RemoteError;
+pub use crate::backend::RemoteError;
 pub use http::ApiKey;
 pub use stream::RemoteStream;
 
 use self::http::{Http, HttpConfig};
+use crate::backend::error::{InferenceError, InferenceResult};
+use crate::backend::params::GenerateParams;
 use crate::chat::plain_text::{render_segments, Inputs, Markup, Segments};
 use crate::chat::reasoning::Parts;
 use crate::chat::{ChatError, Message, Renderer};
-use crate::common::error::{InferenceError, InferenceResult, List};
-use crate::common::params::GenerateParams;
 
 /// The serving engines a model can be connected to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,7 +203,7 @@ impl Remote {
     /// after the first asks the server nothing before its call.
     pub fn connect_shared(
         settings: &shared::Settings,
-    ) -> Result<std::sync::Arc<Self>, crate::common::error::LoadError> {
+    ) -> Result<std::sync::Arc<Self>, crate::backend::error::LoadError> {
         static KEPT: std::sync::Mutex<Option<std::sync::Arc<Remote>>> = std::sync::Mutex::new(None);
         let endpoint = shared::ensure(settings)?;
         let mut kept = KEPT
@@ -245,83 +245,8 @@ impl Remote {
         self.http.shown()
     }
 
-    /// The context length the model was trained for (0: the server does
-    /// not say).
-    pub fn context_length(&self) -> u32 {
-        self.trained_ctx
-    }
-
-    /// The chat template the server renders with (llama-server); vLLM and
-    /// SGLang do not publish theirs.
-    pub fn chat_template(&self) -> Option<String> {
-        self.llama.as_ref().and_then(|l| l.template.clone())
-    }
-
-    /// `'jinja'` or, for vLLM and SGLang, which render on their side,
-    /// `'server'`.
-    pub fn chat_template_kind(&self) -> &'static str {
-        match &self.llama {
-            Some(l) => l.renderer.kind(),
-            None => "server",
-        }
-    }
-
-    /// How many tokens `text` is, without BOS.
-    pub fn count_tokens(&self, text: &str, parse_special: bool) -> InferenceResult<usize> {
-        match self.engine {
-            EngineKind::LlamaServer => Ok(self.tokenize(text, false, parse_special)?.len()),
-            EngineKind::Vllm | EngineKind::Sglang => {
-                if !parse_special {
-                    return Err(RemoteError::Unsupported {
-                        what: "counting tokens with control-token markup read as text",
-                        engine: self.engine.name(),
-                        why: "its /tokenize endpoint always reads the markup as control tokens",
-                    }
-                    .into());
-                }
-                let answer = self.http.post_json(
-                    "/tokenize",
-                    &openai::tokenize_request(&self.model, text),
-                    self.engine.name(),
-                )?;
-                openai::token_count(&answer).map_err(|d| self.bad_body(d).into())
-            }
-        }
-    }
-
-    /// The text `chat()` gives the model (llama-server only: the others
-    /// render on their side).
-    pub fn render_prompt(
-        &self,
-        messages: &[Message],
-        params: &GenerateParams,
-    ) -> InferenceResult<String> {
-        Ok(self.chat_segments(messages, params)?.text())
-    }
-
-    /// Generate the reply to `messages`.
-    pub fn chat(
-        &self,
-        messages: &[Message],
-        params: &GenerateParams,
-    ) -> InferenceResult<crate::engine::Generation> {
-        self.stream_chat(messages, params.clone())?
-            .into_generation()
-    }
-
-    /// Complete `prompt` as plain text.
-    pub fn raw(
-        &self,
-        prompt: &str,
-        add_bos: bool,
-        params: &GenerateParams,
-    ) -> InferenceResult<crate::engine::Generation> {
-        self.stream_raw(prompt, add_bos, params.clone())?
-            .into_generation()
-    }
-
     /// A stream of the reply to `messages`.
-    pub fn stream_chat(
+    fn start_chat(
         &self,
         messages: &[Message],
         params: GenerateParams,
@@ -350,7 +275,7 @@ impl Remote {
     }
 
     /// A stream of the plain-text completion of `prompt`.
-    pub fn stream_raw(
+    fn start_raw(
         &self,
         prompt: &str,
         add_bos: bool,
@@ -369,33 +294,6 @@ impl Remote {
         }
     }
 
-    /// The replies to many conversations, as concurrent requests (at most
-    /// `parallel` at a time): the server batches them. In the order of
-    /// `prompts`; the first failure is the call's, naming its prompt.
-    pub fn chat_many(
-        &self,
-        prompts: &[Vec<Message>],
-        params: &GenerateParams,
-        parallel: u32,
-    ) -> InferenceResult<Vec<crate::engine::Generation>> {
-        self.many(prompts.len(), parallel, params, |i, params| {
-            self.stream_chat(&prompts[i], params)
-        })
-    }
-
-    /// The completions of many plain-text prompts (see `chat_many`).
-    pub fn raw_many(
-        &self,
-        prompts: &[String],
-        add_bos: bool,
-        params: &GenerateParams,
-        parallel: u32,
-    ) -> InferenceResult<Vec<crate::engine::Generation>> {
-        self.many(prompts.len(), parallel, params, |i, params| {
-            self.stream_raw(&prompts[i], add_bos, params)
-        })
-    }
-
     /// Run `count` generations started by `start`, `parallel` threads each
     /// taking the next one. The threads check the deadline and the caller's
     /// interrupt (PHP's time limit, whose flag the interrupt names) between
@@ -406,13 +304,13 @@ impl Remote {
         parallel: u32,
         params: &GenerateParams,
         start: impl Fn(usize, GenerateParams) -> InferenceResult<RemoteStream> + Sync,
-    ) -> InferenceResult<Vec<crate::engine::Generation>> {
+    ) -> InferenceResult<Vec<crate::backend::Generation>> {
         if count == 0 {
             return Err(InferenceError::NoPrompts);
         }
         let shared = params.clone();
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<std::sync::Mutex<Option<InferenceResult<crate::engine::Generation>>>> =
+        let results: Vec<std::sync::Mutex<Option<InferenceResult<crate::backend::Generation>>>> =
             (0..count).map(|_| std::sync::Mutex::new(None)).collect();
         let workers = (parallel.max(1) as usize).min(count);
         std::thread::scope(|scope| {
@@ -458,40 +356,6 @@ impl Remote {
             Some(e) => Err(e),
             None => Ok(generations),
         }
-    }
-
-    /// The embeddings of `texts`, in order.
-    pub fn embed_many(&self, texts: &[String]) -> InferenceResult<Vec<Vec<f32>>> {
-        if let Some(index) = texts.iter().position(String::is_empty) {
-            return Err(InferenceError::EmptyText.in_list(List::Texts, index));
-        }
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        if self.shared.is_some() {
-            // Its llama-server runs a model for generation, and llama-server
-            // embeds only when started for an embedding model alone; its own
-            // answer would tell the caller to restart it with `--embeddings`.
-            return Err(RemoteError::Unsupported {
-                what: "an embedding",
-                engine: self.engine.name(),
-                why: "the installation's shared server runs its model for generation; embed with an embedding model loaded in this process",
-            }
-            .into());
-        }
-        let (path, body) = match self.engine {
-            EngineKind::LlamaServer => ("/embeddings", llama_server::embedding_request(texts)),
-            EngineKind::Vllm | EngineKind::Sglang => (
-                "/v1/embeddings",
-                openai::embedding_request(&self.model, texts),
-            ),
-        };
-        let answer = self.http.post_json(path, &body, self.engine.name())?;
-        let vectors = match self.engine {
-            EngineKind::LlamaServer => llama_server::embeddings(&answer, texts.len()),
-            EngineKind::Vllm | EngineKind::Sglang => openai::embeddings(&answer, texts.len()),
-        };
-        vectors.map_err(|d| self.bad_body(d).into())
     }
 
     fn bad_body(&self, detail: String) -> RemoteError {

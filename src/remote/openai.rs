@@ -13,11 +13,11 @@ use serde_json::{json, Map, Value as Json};
 use super::dialect;
 use super::llama_server::floats;
 use super::EngineKind;
+use crate::backend::error::InferenceResult;
+use crate::backend::params::{Constraint, GenerateParams};
+use crate::backend::FinishReason;
+use crate::backend::RemoteError;
 use crate::chat::Message;
-use crate::common::error::InferenceResult;
-use crate::common::params::{Constraint, GenerateParams};
-use crate::common::FinishReason;
-use crate::common::RemoteError;
 
 /// A model a server lists.
 #[derive(Debug, Clone, PartialEq)]

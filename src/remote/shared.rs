@@ -43,7 +43,7 @@ use serde_json::Value as Json;
 
 use super::http::{Http, HttpConfig};
 use super::shared_state::{self as state, ProcessId, ServerRecord};
-use crate::common::error::LoadError;
+use crate::backend::error::LoadError;
 use crate::private_dir::{self, LockError, PrivateDir, Rule};
 
 /// How long after a failed start the same settings fail at once.
@@ -278,7 +278,7 @@ fn start(
     dir: &PrivateDir,
     clients: &PrivateDir,
 ) -> Result<Endpoint, SharedError> {
-    crate::engine::model::check_file(&settings.model)
+    crate::backend::model_file::check_file(&settings.model)
         .map_err(|e| SharedError::Model(e.to_string()))?;
     for (what, path) in [
         ("llama-server", &settings.server_binary),
@@ -322,7 +322,7 @@ fn start(
         // No host-memory copy of finished prompts (up to 8 GiB by default):
         // each slot keeps its own prefix, and the installation's memory
         // stays what the slots take. Neither changes tokens/s measurably
-        // (BENCHMARKS.md, "One server for every PHP-FPM worker").
+        // (docs/benchmarks/remote.md, "One server for every PHP-FPM worker").
         "--cache-ram".into(),
         "0".into(),
     ];

@@ -7,13 +7,13 @@
 
 use super::http::{Event, Events};
 use super::{llama_server, openai, EngineKind};
+use crate::backend::error::{InferenceError, InferenceResult};
+use crate::backend::generation::{FinishReason, Generation};
+use crate::backend::generation::{Piece, Release};
+use crate::backend::params::StopCheck;
+use crate::backend::{CacheSource, Timings};
+use crate::backend::{PieceStream, RemoteError};
 use crate::chat::reasoning::Parts;
-use crate::common::error::{InferenceError, InferenceResult};
-use crate::common::generation::{FinishReason, Generation};
-use crate::common::generation::{Piece, Release};
-use crate::common::params::StopCheck;
-use crate::common::RemoteError;
-use crate::common::{CacheSource, Timings};
 use std::time::Instant;
 
 /// The format of the events.
@@ -105,36 +105,6 @@ impl RemoteStream {
         !matches!(self.state, State::Running(_))
     }
 
-    /// The next piece; `None` once the whole text has been handed out.
-    pub fn next_piece(&mut self) -> InferenceResult<Option<Piece>> {
-        loop {
-            let complete = match &self.state {
-                State::Running(_) => false,
-                State::Done(_) => true,
-                State::Failed(e) => return Err(e.clone()),
-            };
-            if let Some(piece) = self.release.next(&self.text, complete) {
-                return Ok(Some(piece));
-            }
-            if complete {
-                return Ok(None);
-            }
-            self.advance()?;
-        }
-    }
-
-    /// Read to the end and return the result.
-    pub fn finish(&mut self) -> InferenceResult<&Generation> {
-        while !self.is_finished() {
-            self.advance()?;
-        }
-        match &self.state {
-            State::Done(generation) => Ok(generation),
-            State::Failed(e) => Err(e.clone()),
-            State::Running(_) => Err(InferenceError::StreamInProgress),
-        }
-    }
-
     /// Read to the end and take the result.
     pub fn into_generation(mut self) -> InferenceResult<Generation> {
         self.finish()?;
@@ -142,14 +112,6 @@ impl RemoteStream {
             State::Done(generation) => Ok(generation),
             State::Failed(e) => Err(e),
             State::Running(_) => Err(InferenceError::StreamInProgress),
-        }
-    }
-
-    /// Stop now, keeping what was received: the connection is closed, so
-    /// the server stops generating.
-    pub fn cancel(&mut self) {
-        if let State::Running(_) = self.state {
-            self.end(FinishReason::Cancelled);
         }
     }
 
@@ -304,5 +266,45 @@ impl RemoteStream {
             None => self.end(finish),
         }
         Ok(())
+    }
+}
+
+impl PieceStream for RemoteStream {
+    /// The next piece; `None` once the whole text has been handed out.
+    fn next_piece(&mut self) -> InferenceResult<Option<Piece>> {
+        loop {
+            let complete = match &self.state {
+                State::Running(_) => false,
+                State::Done(_) => true,
+                State::Failed(e) => return Err(e.clone()),
+            };
+            if let Some(piece) = self.release.next(&self.text, complete) {
+                return Ok(Some(piece));
+            }
+            if complete {
+                return Ok(None);
+            }
+            self.advance()?;
+        }
+    }
+
+    /// Read to the end and return the result.
+    fn finish(&mut self) -> InferenceResult<&Generation> {
+        while !self.is_finished() {
+            self.advance()?;
+        }
+        match &self.state {
+            State::Done(generation) => Ok(generation),
+            State::Failed(e) => Err(e.clone()),
+            State::Running(_) => Err(InferenceError::StreamInProgress),
+        }
+    }
+
+    /// Stop now, keeping what was received: the connection is closed, so
+    /// the server stops generating.
+    fn cancel(&mut self) {
+        if let State::Running(_) = self.state {
+            self.end(FinishReason::Cancelled);
+        }
     }
 }

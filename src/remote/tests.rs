@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value as Json};
 
 use super::*;
+use crate::backend::params::{Constraint, StopCheck};
+use crate::backend::{Backend, FinishReason};
 use crate::chat::Role;
-use crate::common::params::Constraint;
-use crate::common::FinishReason;
 use crate::grammar::CheckedGbnf;
 
 macro_rules! fixture {
@@ -266,7 +266,9 @@ fn completions_tokens_and_embeddings_of_vllm() {
         remote.count_tokens("x", false),
         Err(InferenceError::Remote(RemoteError::Unsupported { .. }))
     ));
-    let vectors = remote.embed_many(&["a".into(), "b".into()]).unwrap();
+    let vectors = remote
+        .embed_many(&["a".into(), "b".into()], StopCheck::default())
+        .unwrap();
     assert_eq!(vectors, vec![vec![1.0, 0.0], vec![0.25, -0.5]]);
 }
 
@@ -276,7 +278,7 @@ fn what_an_engine_cannot_do_is_refused_before_any_request() {
     let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
     let before = server.paths().len();
     assert!(matches!(
-        remote.stream_raw("x", false, GenerateParams::default()),
+        remote.start_raw("x", false, GenerateParams::default()),
         Err(InferenceError::Remote(RemoteError::Unsupported { .. }))
     ));
     let tokens = GenerateParams {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use infer::engine::probe::GrammarProbe;
+use infer::engine::decode::probe::GrammarProbe;
 
 mod paths {
     include!("paths.rs");
@@ -29,16 +29,37 @@ pub fn probe() -> GrammarProbe {
 /// Qwen2.5-Coder-0.5B-Instruct (`make qwen-model`), or `INFER_QWEN_MODEL`;
 /// fails when the file is missing.
 pub fn qwen_path() -> PathBuf {
-    let path = std::env::var_os("INFER_QWEN_MODEL").map_or_else(
+    other_model(
+        "Qwen2.5-Coder",
+        "INFER_QWEN_MODEL",
+        "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        "qwen-model",
+    )
+}
+
+/// Gemma 3 270M (`make gemma-model`), or `INFER_GEMMA_MODEL`; fails when
+/// the file is missing.
+pub fn gemma_path() -> PathBuf {
+    other_model(
+        "Gemma 3",
+        "INFER_GEMMA_MODEL",
+        "gemma-3-270m-q4_k_m.gguf",
+        "gemma-model",
+    )
+}
+
+fn other_model(name: &str, variable: &str, file: &str, target: &str) -> PathBuf {
+    let path = std::env::var_os(variable).map_or_else(
         || {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")
+                .join("models")
+                .join(file)
         },
         PathBuf::from,
     );
     assert!(
         path.is_file(),
-        "Qwen2.5-Coder not found at {}: run `make qwen-model` or set INFER_QWEN_MODEL",
+        "{name} not found at {}: run `make {target}` or set {variable}",
         path.display()
     );
     path

@@ -21,7 +21,7 @@ pub mod gen;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use infer::engine::probe::GrammarProbe;
+use infer::engine::decode::probe::GrammarProbe;
 use infer::schema::{self, canonical, Compiled, ConvertOptions, ObjectDefaults};
 use serde_json::Value;
 

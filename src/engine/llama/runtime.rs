@@ -125,6 +125,20 @@ pub fn logged<T>(f: impl FnOnce() -> T) -> (T, Option<String>) {
     (value, lines)
 }
 
+/// llama.cpp's description of the CPU features its kernels use (empty when
+/// it gives none).
+pub fn system_info() -> Vec<u8> {
+    // SAFETY: llama.cpp returns a pointer to a static string.
+    let info = unsafe { llama_cpp_sys_2::llama_print_system_info() };
+    if info.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: checked not null; NUL-terminated by llama.cpp.
+    unsafe { std::ffi::CStr::from_ptr(info) }
+        .to_bytes()
+        .to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use std::ffi::CString;

@@ -30,16 +30,15 @@
 //! statistics (`phpinfo()`) and the prefix is evaluated as if the store were
 //! empty.
 
-use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use llama_cpp_2::token::LlamaToken;
-use llama_cpp_sys_2 as sys;
 
 use super::persistent::FileId;
 use crate::engine::llama::context::SavedState;
+use crate::engine::llama::runtime::system_info;
 use crate::private_dir::{PrivateDir, Rule};
 
 mod entry;
@@ -300,12 +299,7 @@ fn build_identity() -> Option<&'static [u8]> {
     ID.get_or_init(|| {
         let file = own_file()?;
         let mut id = format!("{} {file:?} ", env!("CARGO_PKG_VERSION")).into_bytes();
-        // SAFETY: llama.cpp returns a pointer to a static string.
-        let info = unsafe { sys::llama_print_system_info() };
-        if !info.is_null() {
-            // SAFETY: checked not null; NUL-terminated by llama.cpp.
-            id.extend_from_slice(unsafe { CStr::from_ptr(info) }.to_bytes());
-        }
+        id.extend_from_slice(&system_info());
         Some(id)
     })
     .as_deref()

@@ -1,0 +1,419 @@
+//! The calls made on a model loaded in this process: the [`Backend`] that
+//! `Displace\\Infer\\Model` holds, and how each call takes a context off
+//! the model's shelves, runs in it and puts it back.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+
+use llama_cpp_2::token::LlamaToken;
+use serde_json::{json, Value};
+
+use super::Model;
+use crate::backend::error::{InferenceError, InferenceResult, List};
+use crate::backend::params::{GenerateParams, StopCheck};
+use crate::backend::{Backend, Generation, PieceStream};
+use crate::chat::reasoning::Parts;
+use crate::chat::Message;
+use crate::engine::decode::sampler::{GrammarSampler, Sampler};
+use crate::engine::decode::session::Session;
+use crate::engine::decode::stream::Stream;
+use crate::engine::decode::{batch, generate};
+use crate::engine::embed;
+use crate::engine::llama::context::{Context, Shape};
+use crate::engine::llama::devices::{self, Device};
+use crate::engine::llama::shelf::{Fit, Shelf};
+use crate::engine::llama::threads::Claim;
+
+impl Backend for Model {
+    /// Render a transcript with the model's chat template and generate the
+    /// assistant's reply.
+    fn chat(&self, messages: &[Message], params: &GenerateParams) -> InferenceResult<Generation> {
+        let params = self.plan_tools(params)?;
+        let tokens = self.chat_tokens(&self.chat_prompt(messages, &params)?);
+        self.generate(&tokens, &params)
+    }
+
+    /// Complete `prompt` as plain text.
+    fn raw(
+        &self,
+        prompt: &str,
+        add_bos: bool,
+        params: &GenerateParams,
+    ) -> InferenceResult<Generation> {
+        let tokens = self.tokenize(prompt, add_bos);
+        self.generate(&tokens, params)
+    }
+
+    /// Stream the reply to a transcript (see [`Model::chat`] and [`Stream`]).
+    fn stream_chat(
+        self: Arc<Self>,
+        messages: &[Message],
+        params: GenerateParams,
+    ) -> InferenceResult<Box<dyn PieceStream>> {
+        let params = self.plan_tools(&params)?.into_owned();
+        let prompt = self.chat_prompt(messages, &params)?;
+        let tokens = self.chat_tokens(&prompt);
+        Ok(Box::new(self.stream(
+            tokens,
+            params,
+            Some(Parts::after_prompt(&prompt.text())),
+        )?))
+    }
+
+    /// Stream the completion of `prompt` as plain text (see [`Model::raw`]).
+    fn stream_raw(
+        self: Arc<Self>,
+        prompt: &str,
+        add_bos: bool,
+        params: GenerateParams,
+    ) -> InferenceResult<Box<dyn PieceStream>> {
+        let tokens = self.tokenize(prompt, add_bos);
+        Ok(Box::new(self.stream(tokens, params, None)?))
+    }
+
+    /// Render each transcript of `prompts` with the model's chat template and
+    /// generate their replies together, at most `parallel` at a time; the
+    /// results are in the order of `prompts`.
+    fn chat_many(
+        &self,
+        prompts: &[Vec<Message>],
+        params: &GenerateParams,
+        parallel: u32,
+    ) -> InferenceResult<Vec<Generation>> {
+        let params = self.plan_tools(params)?;
+        let tokens = prompts
+            .iter()
+            .enumerate()
+            .map(|(i, messages)| {
+                self.chat_prompt(messages, &params)
+                    .map(|prompt| self.chat_tokens(&prompt))
+                    .map_err(|e| e.in_prompt(i))
+            })
+            .collect::<InferenceResult<Vec<_>>>()?;
+        self.generate_many(&tokens, &params, parallel)
+    }
+
+    /// Complete each of `prompts` as plain text, together (see
+    /// [`Model::chat_many`]).
+    fn raw_many(
+        &self,
+        prompts: &[String],
+        add_bos: bool,
+        params: &GenerateParams,
+        parallel: u32,
+    ) -> InferenceResult<Vec<Generation>> {
+        let tokens: Vec<_> = prompts.iter().map(|p| self.tokenize(p, add_bos)).collect();
+        self.generate_many(&tokens, params, parallel)
+    }
+
+    /// The pooled embedding of each of `texts`, in order (see
+    /// [`embed::embed`]). Each text gets the special tokens the model's
+    /// tokenizer adds to a sequence (BERT's `[CLS]` and `[SEP]`), and must
+    /// fit in the context the model was trained for. `stop` ends the call
+    /// with `InferenceError::Aborted` when it comes.
+    fn embed_many(&self, texts: &[String], stop: StopCheck) -> InferenceResult<Vec<Vec<f32>>> {
+        if self.embedding.is_none() {
+            return Err(InferenceError::NotForEmbeddings);
+        }
+        let max = self.context_length();
+        let tokens = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let tokens = self.tokenize(text, true);
+                if text.is_empty() {
+                    Err(InferenceError::EmptyText.in_list(List::Texts, i))
+                } else if max > 0 && tokens.len() > max as usize {
+                    Err(InferenceError::TextTooLong {
+                        tokens: tokens.len(),
+                        max,
+                    }
+                    .in_list(List::Texts, i))
+                } else {
+                    Ok(tokens)
+                }
+            })
+            .collect::<InferenceResult<Vec<_>>>()?;
+        self.embed_tokens(&tokens, stop)
+    }
+
+    /// How many tokens `text` is, without BOS; `parse_special` reads
+    /// control tokens' markup as those tokens rather than as text.
+    fn count_tokens(&self, text: &str, parse_special: bool) -> InferenceResult<usize> {
+        Ok(self
+            .model()
+            .vocab()
+            .tokenize(text.as_bytes(), false, parse_special)
+            .len())
+    }
+
+    /// The text [`Model::chat`] gives the model for `messages` with
+    /// `params` (its tools checked against the template as a chat checks
+    /// them).
+    fn render_prompt(
+        &self,
+        messages: &[Message],
+        params: &GenerateParams,
+    ) -> InferenceResult<String> {
+        let params = self.plan_tools(params)?;
+        Ok(self.chat_prompt(messages, &params)?.text())
+    }
+
+    /// What the model runs on and what it is, as `Model::info()` shows it.
+    fn info(&self) -> Value {
+        let model = self.model();
+        let layers = model.n_layer() + 1;
+        let all = devices::devices();
+        let gpus: Vec<&Device> = all.iter().filter(|d| d.is_gpu()).collect();
+        let main = gpus.get(self.main_gpu.unwrap_or(0) as usize).copied();
+        let gpu_layers = match main {
+            Some(_) => self.n_gpu_layers.min(layers),
+            None => 0,
+        };
+        let backend = match main {
+            Some(d) if gpu_layers > 0 => d.backend.clone(),
+            _ => "cpu".to_owned(),
+        };
+        let file_type = model
+            .meta_val_str("general.file_type")
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        let devices: Vec<Value> = all
+            .iter()
+            .map(|d| {
+                json!({
+                    "name": d.name,
+                    "description": d.description,
+                    "backend": d.backend,
+                    "type": d.kind,
+                    "memory_total": d.memory_total,
+                    "memory_free": d.memory_free,
+                })
+            })
+            .collect();
+        json!({
+            "backend": backend,
+            "backends": devices::compiled_backends(),
+            "devices": devices,
+            "gpu_layers": gpu_layers,
+            "layers": layers,
+            "context_length": model.n_ctx_train(),
+            "context_size": Some(self.last_n_ctx.load(Ordering::Relaxed)).filter(|&n| n > 0),
+            "threads": self.n_threads,
+            "file_size": std::fs::metadata(&self.path).map(|m| m.len()).ok(),
+            "parameters": model.n_params(),
+            "quantization": file_type.map(devices::file_type_name),
+        })
+    }
+
+    /// The context length the model was trained for.
+    fn context_length(&self) -> u32 {
+        self.model().n_ctx_train()
+    }
+
+    /// The chat template stored in the GGUF, if any.
+    fn chat_template(&self) -> Option<String> {
+        self.model().chat_template(None).ok()?.to_string().ok()
+    }
+
+    /// How conversations are rendered: `"jinja"` (the GGUF's template) or
+    /// `"chatml"` (llama.cpp's built-in format, for a GGUF without one).
+    fn chat_template_kind(&self) -> &'static str {
+        self.renderer().kind()
+    }
+
+    /// Whether a stream of this model is open on the calling thread.
+    fn is_streaming(&self) -> bool {
+        self.reusable
+            .sessions
+            .is_streaming(std::thread::current().id())
+    }
+}
+
+impl Model {
+    fn generate(
+        &self,
+        prompt: &[LlamaToken],
+        params: &GenerateParams,
+    ) -> InferenceResult<Generation> {
+        let (mut session, sampler) = self.prepare(prompt, params)?;
+        let claim = self.claim();
+        let result = generate::run(
+            &mut session,
+            self.model(),
+            sampler,
+            prompt,
+            params,
+            claim.as_ref(),
+        );
+        // After an error the cache may not match what the session records.
+        if result.is_ok() {
+            self.reusable.sessions.put(session);
+        }
+        result
+    }
+
+    fn generate_many(
+        &self,
+        prompts: &[Vec<LlamaToken>],
+        params: &GenerateParams,
+        parallel: u32,
+    ) -> InferenceResult<Vec<Generation>> {
+        let model = &self.model;
+        if prompts.is_empty() {
+            return Err(InferenceError::NoPrompts);
+        }
+        for (i, prompt) in prompts.iter().enumerate() {
+            generate::check_fits(model, prompt, params.n_ctx).map_err(|e| e.in_prompt(i))?;
+        }
+        self.refuse_during_stream()?;
+        let grammar = self.grammar(params)?;
+        let shape = batch::shape_for(prompts, params, parallel);
+        self.in_kept_context(
+            &self.reusable.many,
+            shape,
+            params.stop_check,
+            |ctx, claim| {
+                batch::run(
+                    ctx,
+                    params.cache_prompt.then_some(self.cache_owner),
+                    model,
+                    prompts,
+                    params,
+                    grammar.as_ref(),
+                    claim,
+                )
+            },
+        )
+    }
+
+    /// Run `call` in a context of `shape` from `shelf` (else a new one), on
+    /// the call's share of the cores, stopped by `stop`; the context goes
+    /// back on the shelf when the call succeeded (after an error its cache
+    /// may not match what it records).
+    fn in_kept_context<R>(
+        &self,
+        shelf: &Shelf<Context>,
+        shape: Shape,
+        stop: StopCheck,
+        call: impl FnOnce(&mut Context, Option<&Claim>) -> InferenceResult<R>,
+    ) -> InferenceResult<R> {
+        let kept = shelf.take(|c| fit_shape(c, shape));
+        let mut ctx = match kept {
+            Some(c) => c,
+            None => self.new_context(shape)?,
+        };
+        let claim = self.claim();
+        if let Some(claim) = &claim {
+            ctx.set_threads(claim.threads());
+        }
+        ctx.set_stop(stop);
+        let result = call(&mut ctx, claim.as_ref());
+        if result.is_ok() {
+            shelf.put(ctx);
+        }
+        result
+    }
+
+    /// The checks, the sampler and the session of a generation from
+    /// `prompt`: the kept session of that size that shares most of the
+    /// prompt, else a new one.
+    fn prepare(
+        &self,
+        prompt: &[LlamaToken],
+        params: &GenerateParams,
+    ) -> InferenceResult<(Session, Sampler)> {
+        self.refuse_during_stream()?;
+        let model = &self.model;
+        generate::check_fits(model, prompt, params.n_ctx)?;
+        let sampler = Sampler::new(model, params, self.grammar(params)?);
+        let kept = self.reusable.sessions.take(|s| {
+            if s.n_ctx() == params.n_ctx && s.is_usable() {
+                Fit::Fits(s.shared_with(prompt))
+            } else {
+                Fit::Misfit
+            }
+        });
+        let session = match kept {
+            Some(s) => s,
+            None => Session::new(
+                model,
+                self.cache_owner,
+                self.n_threads,
+                params.n_ctx,
+                self.poll(),
+            )?,
+        };
+        self.last_n_ctx.store(params.n_ctx, Ordering::Relaxed);
+        Ok((session, sampler))
+    }
+
+    /// A fresh grammar sampler for the constraint of `params`, parsed once
+    /// per model.
+    fn grammar(&self, params: &GenerateParams) -> InferenceResult<Option<GrammarSampler>> {
+        // A parse that panicked added nothing: the cache is still whole.
+        let mut grammars = self
+            .reusable
+            .grammars
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        grammars.for_params(&self.model, params)
+    }
+
+    /// Refuse a call made on a thread that has a stream of this model open.
+    fn refuse_during_stream(&self) -> InferenceResult<()> {
+        if self.is_streaming() {
+            return Err(InferenceError::StreamInProgress);
+        }
+        Ok(())
+    }
+
+    fn stream(
+        &self,
+        prompt: Vec<LlamaToken>,
+        params: GenerateParams,
+        parts: Option<Parts>,
+    ) -> InferenceResult<Stream> {
+        let (session, sampler) = self.prepare(&prompt, &params)?;
+        let thread = std::thread::current().id();
+        self.reusable.sessions.open_stream(thread);
+        Ok(Stream::new(
+            (Arc::clone(&self.model), self.cores()),
+            (Arc::clone(&self.reusable.sessions), thread),
+            session,
+            sampler,
+            prompt,
+            params,
+            parts,
+        ))
+    }
+
+    /// The pooled output of each of `texts` (already tokenized and checked
+    /// against the context), in order.
+    pub(in crate::engine) fn embed_tokens(
+        &self,
+        texts: &[Vec<LlamaToken>],
+        stop: StopCheck,
+    ) -> InferenceResult<Vec<Vec<f32>>> {
+        let Some(pooling) = self.embedding else {
+            return Err(InferenceError::NotForEmbeddings);
+        };
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let longest = texts.iter().map(Vec::len).max().unwrap_or(1);
+        let shape = embed::shape_for(longest, pooling);
+        self.in_kept_context(&self.reusable.embedder, shape, stop, |ctx, _| {
+            embed::embed(ctx, texts)
+        })
+    }
+}
+
+/// How a kept context suits a call that needs `shape`.
+fn fit_shape(ctx: &Context, shape: Shape) -> Fit {
+    if ctx.shape() == shape && ctx.is_usable() {
+        Fit::Fits(0)
+    } else {
+        Fit::Misfit
+    }
+}
