@@ -261,20 +261,7 @@ impl Expr {
                 out.push('"');
             }
             Expr::Class { negated, ranges } => write_class(out, *negated, ranges),
-            Expr::Seq(items) => {
-                if nested {
-                    out.push('(');
-                }
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(' ');
-                    }
-                    item.write_gbnf(out, true);
-                }
-                if nested {
-                    out.push(')');
-                }
-            }
+            Expr::Seq(items) => write_joined(out, items, " ", nested),
             Expr::Alt(items) => {
                 if items.is_empty() {
                     // Matches nothing: an empty negated class would match
@@ -282,18 +269,7 @@ impl Expr {
                     out.push_str("[^\\x00-\\U0010FFFF]");
                     return;
                 }
-                if nested {
-                    out.push('(');
-                }
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(" | ");
-                    }
-                    item.write_gbnf(out, true);
-                }
-                if nested {
-                    out.push(')');
-                }
+                write_joined(out, items, " | ", nested);
             }
             Expr::Repeat { expr, min, max } => {
                 let atom = matches!(**expr, Expr::Lit(_) | Expr::Class { .. } | Expr::Rule(_));
@@ -398,6 +374,23 @@ fn regex_escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// `items` in GBNF with `separator` between them (a sequence or a choice),
+/// in parentheses when `nested` in a larger expression.
+fn write_joined(out: &mut String, items: &[Expr], separator: &str, nested: bool) {
+    if nested {
+        out.push('(');
+    }
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(separator);
+        }
+        item.write_gbnf(out, true);
+    }
+    if nested {
+        out.push(')');
+    }
 }
 
 fn write_class(out: &mut String, negated: bool, ranges: &[(char, char)]) {

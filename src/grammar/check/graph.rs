@@ -137,47 +137,39 @@ fn path_within(graph: &Graph, from: usize, to: usize, component: &[u32]) -> Vec<
 /// Tarjan's strongly connected components, iteratively. Returns each node's
 /// component number.
 pub(super) fn strongly_connected(graph: &Graph, n: usize) -> Vec<u32> {
-    let mut index = vec![UNSET; n];
-    let mut low = vec![0u32; n];
-    let mut on_stack = vec![false; n];
+    let mut t = Tarjan {
+        index: vec![UNSET; n],
+        low: vec![0u32; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        calls: Vec::new(),
+        counter: 0,
+    };
     let mut component = vec![UNSET; n];
-    let mut stack: Vec<usize> = Vec::new();
-    let mut calls: Vec<(usize, usize)> = Vec::new();
-    let mut counter = 0u32;
     let mut components = 0u32;
     for root in 0..n {
-        if index[root] != UNSET {
+        if t.index[root] != UNSET {
             continue;
         }
-        index[root] = counter;
-        low[root] = counter;
-        counter += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        calls.push((root, graph.edges(root).start));
-        while let Some(&mut (node, ref mut next)) = calls.last_mut() {
+        t.enter(graph, root);
+        while let Some(&mut (node, ref mut next)) = t.calls.last_mut() {
             if *next < graph.edges(node).end {
                 let target = graph.target(*next);
                 *next += 1;
-                if index[target] == UNSET {
-                    index[target] = counter;
-                    low[target] = counter;
-                    counter += 1;
-                    stack.push(target);
-                    on_stack[target] = true;
-                    calls.push((target, graph.edges(target).start));
-                } else if on_stack[target] {
-                    low[node] = low[node].min(index[target]);
+                if t.index[target] == UNSET {
+                    t.enter(graph, target);
+                } else if t.on_stack[target] {
+                    t.low[node] = t.low[node].min(t.index[target]);
                 }
                 continue;
             }
-            calls.pop();
-            if let Some(&(parent, _)) = calls.last() {
-                low[parent] = low[parent].min(low[node]);
+            t.calls.pop();
+            if let Some(&(parent, _)) = t.calls.last() {
+                t.low[parent] = t.low[parent].min(t.low[node]);
             }
-            if low[node] == index[node] {
-                while let Some(member) = stack.pop() {
-                    on_stack[member] = false;
+            if t.low[node] == t.index[node] {
+                while let Some(member) = t.stack.pop() {
+                    t.on_stack[member] = false;
                     component[member] = components;
                     if member == node {
                         break;
@@ -188,6 +180,36 @@ pub(super) fn strongly_connected(graph: &Graph, n: usize) -> Vec<u32> {
         }
     }
     component
+}
+
+/// The state of [`strongly_connected`]'s search.
+struct Tarjan {
+    /// Each node's number in visit order (`UNSET`: not visited yet).
+    index: Vec<u32>,
+    /// The least number reachable from each node's subtree.
+    low: Vec<u32>,
+    /// Whether each node is on `stack`.
+    on_stack: Vec<bool>,
+    /// The visited nodes whose component is not known yet.
+    stack: Vec<usize>,
+    /// The nodes being visited, each with its next edge to follow (the
+    /// recursion of the textbook version, kept off the thread's stack).
+    calls: Vec<(usize, usize)>,
+    /// The number the next node visited gets.
+    counter: u32,
+}
+
+impl Tarjan {
+    /// Visit `node`: number it and start on its edges (the same for a root
+    /// and for a node reached by an edge).
+    fn enter(&mut self, graph: &Graph, node: usize) {
+        self.index[node] = self.counter;
+        self.low[node] = self.counter;
+        self.counter += 1;
+        self.stack.push(node);
+        self.on_stack[node] = true;
+        self.calls.push((node, graph.edges(node).start));
+    }
 }
 
 /// Nodes of an acyclic graph, each after all its successors.

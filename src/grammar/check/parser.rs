@@ -112,6 +112,22 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The failure at `pos` when `what` was expected there.
+    pub(super) fn expected(&self, pos: usize, what: &str) -> Fail {
+        Fail::new(pos, format!("expected {what}, found {}", self.found(pos)))
+    }
+
+    /// Nothing when the byte at `pos` is `byte`, else the failure naming
+    /// `what` was expected (the byte and its purpose, as in `"]" after the
+    /// token id`).
+    pub(super) fn expect_byte(&self, pos: usize, byte: u8, what: &str) -> Result<(), Fail> {
+        if self.byte(pos) == Some(byte) {
+            Ok(())
+        } else {
+            Err(self.expected(pos, what))
+        }
+    }
+
     /// Skip blanks and comments (and newlines when `newline_ok`).
     pub(super) fn skip_space(&self, mut pos: usize, newline_ok: bool) -> usize {
         loop {
@@ -194,10 +210,7 @@ impl<'a> Parser<'a> {
     fn parse_rule(&mut self, start: usize) -> Result<usize, Fail> {
         let end = self.name_end(start);
         if end == start {
-            return Err(Fail::new(
-                start,
-                format!("expected a rule name, found {}", self.found(start)),
-            ));
+            return Err(self.expected(start, "a rule name"));
         }
         let id = self.named(start, end);
         let name = self.src.get(start..end).unwrap_or_default();
@@ -552,12 +565,7 @@ impl<'a> Parser<'a> {
             kind = Kind::TokenNot;
             pos += 1;
         }
-        if self.byte(pos) != Some(b'<') {
-            return Err(Fail::new(
-                pos,
-                format!("expected \"<\" after \"!\", found {}", self.found(pos)),
-            ));
-        }
+        self.expect_byte(pos, b'<', "\"<\" after \"!\"")?;
         pos += 1;
         let (value, end) = if self.byte(pos) == Some(b'[') {
             let (id, end) = self.token_id(pos + 1)?;
@@ -594,13 +602,7 @@ impl<'a> Parser<'a> {
     fn token_id(&self, pos: usize) -> Result<(u32, usize), Fail> {
         let (number, end) = self.number(pos);
         let Some(number) = number else {
-            return Err(Fail::new(
-                pos,
-                format!(
-                    "expected a token id after \"<[\", found {}",
-                    self.found(pos)
-                ),
-            ));
+            return Err(self.expected(pos, "a token id after \"<[\""));
         };
         let Some(id) = number.value.and_then(|v| u32::try_from(v).ok()) else {
             return Err(Fail::new(
@@ -608,21 +610,8 @@ impl<'a> Parser<'a> {
                 format!("token id {} is too large", excerpt(number.text)),
             ));
         };
-        if self.byte(end) != Some(b']') {
-            return Err(Fail::new(
-                end,
-                format!(
-                    "expected \"]\" after the token id, found {}",
-                    self.found(end)
-                ),
-            ));
-        }
-        if self.byte(end + 1) != Some(b'>') {
-            return Err(Fail::new(
-                end + 1,
-                format!("expected \">\" after \"]\", found {}", self.found(end + 1)),
-            ));
-        }
+        self.expect_byte(end, b']', "\"]\" after the token id")?;
+        self.expect_byte(end + 1, b'>', "\">\" after \"]\"")?;
         Ok((id, end + 2))
     }
 

@@ -22,10 +22,7 @@ impl<'a> Parser<'a> {
         let nested = frame.nested;
         let pos = self.skip_space(open + 1, nested);
         let (Some(min), after_min) = self.number(pos) else {
-            return Err(Fail::new(
-                pos,
-                format!("expected a number after \"{{\", found {}", self.found(pos)),
-            ));
+            return Err(self.expected(pos, "a number after \"{\""));
         };
         let min = count(&min)?;
         let pos = self.skip_space(after_min, nested);
@@ -35,15 +32,7 @@ impl<'a> Parser<'a> {
                 let (max, end) = self.brace_max(pos + 1, nested)?;
                 (max.as_ref().map(count).transpose()?, end)
             }
-            _ => {
-                return Err(Fail::new(
-                    pos,
-                    format!(
-                        "expected \",\" or \"}}\" in repetition, found {}",
-                        self.found(pos)
-                    ),
-                ))
-            }
+            _ => return Err(self.expected(pos, "\",\" or \"}\" in repetition")),
         };
         if let Some(max) = max.filter(|&max| max < min) {
             return Err(Fail::new(
@@ -62,15 +51,7 @@ impl<'a> Parser<'a> {
         if max.is_some() {
             pos = self.skip_space(after, nested);
         }
-        if self.byte(pos) != Some(b'}') {
-            return Err(Fail::new(
-                pos,
-                format!(
-                    "expected \"}}\" to close the repetition, found {}",
-                    self.found(pos)
-                ),
-            ));
-        }
+        self.expect_byte(pos, b'}', "\"}\" to close the repetition")?;
         Ok((max, pos))
     }
 
@@ -173,38 +154,84 @@ mod tests {
 
     #[test]
     fn hostile_repetitions() {
-        let text = format!("root ::= \"{}\"{{2000}}", "a".repeat(1000));
-        assert!(timed("1000-char literal x2000", &text).is_ok());
-        let text = format!("root ::= \"{}\"{{2000}}", "a".repeat(1001));
-        expect_message(
-            timed("long literal x2000", &text),
-            "repetitions expand the grammar",
-        );
-        let text = format!("root ::= \"a\"{}", "+".repeat(NEAR_LIMIT - 16));
-        expect_message(
-            timed("1 MB of stacked +", &text),
-            "repetitions expand the grammar",
-        );
-        let text = format!("root ::= \"a\"{}", "*".repeat(NEAR_LIMIT - 16));
-        expect_message(
-            timed("1 MB of stacked *", &text),
-            "repetitions expand the grammar",
-        );
-        let text = format!("root ::= \"a\"{}", "*".repeat(1000));
-        expect_message(timed("1000 stacked *", &text), "can match the empty string");
-        let text = format!("root ::= \"a\"{}", "?".repeat(1000));
-        assert!(timed("1000 stacked ?", &text).is_ok());
-        let text = format!("root ::= {}", "[a-z]{0,2000} ".repeat(150));
-        assert!(timed("150 x {0,2000}", &text).is_ok());
-        let text = format!("root ::= {}", "[a-z]{0,2000} ".repeat(1000));
-        expect_message(
-            timed("1000 x {0,2000}", &text),
-            "repetitions expand the grammar",
-        );
-        let text = format!("root ::= \"a\"{{{}}}", "9".repeat(NEAR_LIMIT - 16));
-        expect_message(
-            timed("1 MB repetition count", &text),
-            "exceeds the limit 2000",
-        );
+        // (name, before, piece, count, after, expected): the grammar is
+        // `before`, `piece` repeated `count` times, `after`; `None`:
+        // accepted, `Some(part)`: refused with a message containing `part`.
+        type Case<'a> = (&'a str, &'a str, &'a str, usize, &'a str, Option<&'a str>);
+        let expands = Some("repetitions expand the grammar");
+        let cases: &[Case] = &[
+            (
+                "1000-char literal x2000",
+                "root ::= \"",
+                "a",
+                1000,
+                "\"{2000}",
+                None,
+            ),
+            (
+                "long literal x2000",
+                "root ::= \"",
+                "a",
+                1001,
+                "\"{2000}",
+                expands,
+            ),
+            (
+                "1 MB of stacked +",
+                "root ::= \"a\"",
+                "+",
+                NEAR_LIMIT - 16,
+                "",
+                expands,
+            ),
+            (
+                "1 MB of stacked *",
+                "root ::= \"a\"",
+                "*",
+                NEAR_LIMIT - 16,
+                "",
+                expands,
+            ),
+            (
+                "1000 stacked *",
+                "root ::= \"a\"",
+                "*",
+                1000,
+                "",
+                Some("can match the empty string"),
+            ),
+            ("1000 stacked ?", "root ::= \"a\"", "?", 1000, "", None),
+            (
+                "150 x {0,2000}",
+                "root ::= ",
+                "[a-z]{0,2000} ",
+                150,
+                "",
+                None,
+            ),
+            (
+                "1000 x {0,2000}",
+                "root ::= ",
+                "[a-z]{0,2000} ",
+                1000,
+                "",
+                expands,
+            ),
+            (
+                "1 MB repetition count",
+                "root ::= \"a\"{",
+                "9",
+                NEAR_LIMIT - 16,
+                "}",
+                Some("exceeds the limit 2000"),
+            ),
+        ];
+        for &(name, before, piece, count, after, expected) in cases {
+            let text = format!("{before}{}{after}", piece.repeat(count));
+            match expected {
+                None => assert!(timed(name, &text).is_ok(), "{name}"),
+                Some(needle) => expect_message(timed(name, &text), needle),
+            }
+        }
     }
 }

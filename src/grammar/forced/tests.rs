@@ -27,6 +27,15 @@ fn forced_after(gbnf: &str, text: &str) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| panic!("not UTF-8: {e}"))
 }
 
+/// Feed `r` each input of `steps` in turn; each is accepted, and the text
+/// forced after it is the one that goes with it.
+fn expect_forced_after_each(r: &mut Recognizer, steps: &[(&[u8], &[u8])]) {
+    for &(input, forced) in steps {
+        assert!(r.accept_bytes(input), "refused {input:?}");
+        assert_eq!(r.forced(100), forced, "after {input:?}");
+    }
+}
+
 const OBJECT: &str = r#"root ::= "{" "\"name\": " string ", \"age\": " number "}"
 string ::= "\"" [a-zA-Z ]* "\""
 number ::= [0-9]+
@@ -77,15 +86,16 @@ fn a_converted_object_schema_forces_its_required_keys() {
     let rules = Arc::new(ForcedRules::new(&compiled.gbnf));
     let mut r = Recognizer::new(Arc::clone(&rules));
     assert_eq!(r.forced(100), b"{\"name\": \"", "{}", compiled.gbnf);
-    assert!(r.accept_bytes(b"{\"name\": \"Ann"));
-    assert_eq!(r.forced(100), b"");
-    assert!(r.accept_bytes(b"\""));
-    assert_eq!(r.forced(100), b", \"age\": ");
-    assert!(r.accept_bytes(b", \"age\": 3"));
-    assert_eq!(r.forced(100), b"");
-    assert!(r.accept_bytes(b"}"));
+    expect_forced_after_each(
+        &mut r,
+        &[
+            (b"{\"name\": \"Ann", b""),
+            (b"\"", b", \"age\": "),
+            (b", \"age\": 3", b""),
+            (b"}", b""),
+        ],
+    );
     assert!(r.may_end());
-    assert_eq!(r.forced(100), b"");
 }
 
 #[test]
@@ -107,10 +117,13 @@ fn a_converted_nested_schema_forces_the_inner_object_s_opening() {
     let compiled = crate::schema::compile(&schema).unwrap_or_else(|e| panic!("{e}"));
     let mut r = Recognizer::new(Arc::new(ForcedRules::new(&compiled.gbnf)));
     assert_eq!(r.forced(100), b"{\"user\": {\"id\": ", "{}", compiled.gbnf);
-    assert!(r.accept_bytes(b"{\"user\": {\"id\": 7}"));
-    assert_eq!(r.forced(100), b", \"ok\": ");
-    assert!(r.accept_bytes(b", \"ok\": t"));
-    assert_eq!(r.forced(100), b"rue}");
+    expect_forced_after_each(
+        &mut r,
+        &[
+            (b"{\"user\": {\"id\": 7}", b", \"ok\": "),
+            (b", \"ok\": t", b"rue}"),
+        ],
+    );
 }
 
 #[test]
@@ -239,13 +252,11 @@ fn invalid_utf8_kills_the_recognizer() {
 fn a_character_split_across_two_calls_is_read_whole() {
     let g = r#"root ::= "é€" "!""#;
     let mut r = Recognizer::new(rules(g));
-    assert!(r.accept_bytes(b"\xC3"));
     // Documented choice: nothing is forced while a character is pending.
-    assert_eq!(r.forced(100), b"");
-    assert!(r.accept_bytes(b"\xA9\xE2\x82"));
-    assert_eq!(r.forced(100), b"");
-    assert!(r.accept_bytes(b"\xAC"));
-    assert_eq!(r.forced(100), b"!");
+    expect_forced_after_each(
+        &mut r,
+        &[(b"\xC3", b""), (b"\xA9\xE2\x82", b""), (b"\xAC", b"!")],
+    );
     // A pending start that cannot become é is refused at once: C4 starts
     // U+0100..=U+013F.
     let mut r = Recognizer::new(rules(g));
