@@ -131,27 +131,27 @@ impl Decimal {
 
     /// The greatest integer not above the value.
     pub fn floor(&self) -> Self {
-        if self.is_integer() {
-            return self.clone();
-        }
-        let truncated = self.truncated();
-        if self.negative {
-            truncated.magnitude_plus_one(true)
-        } else {
-            truncated
-        }
+        self.to_integer(true)
     }
 
     /// The least integer not below the value.
     pub fn ceil(&self) -> Self {
+        self.to_integer(false)
+    }
+
+    /// The value rounded `down` (toward negative infinity) or up.
+    fn to_integer(&self, down: bool) -> Self {
         if self.is_integer() {
             return self.clone();
         }
         let truncated = self.truncated();
-        if self.negative {
-            truncated
+        // Truncation rounds toward zero, which is down for positive values
+        // and up for negative ones; the other way is one integer further
+        // from zero.
+        if self.negative == down {
+            truncated.magnitude_plus_one(self.negative)
         } else {
-            truncated.magnitude_plus_one(false)
+            truncated
         }
     }
 

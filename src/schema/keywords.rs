@@ -3,50 +3,54 @@
 //! names it and where it appears. Every list of keyword names the converter
 //! uses (by type, `$ref` targets) lives here too.
 
-/// Keywords that are enforced exactly by the generated grammar.
-pub const SUPPORTED: &[&str] = &[
-    "type",
-    "not",
-    "enum",
-    "const",
-    "properties",
-    "required",
-    "additionalProperties",
-    "patternProperties",
-    "propertyNames",
-    "minProperties",
-    "maxProperties",
-    "dependentRequired",
-    "dependentSchemas",
-    "dependencies",
-    "items",
-    "prefixItems",
-    "additionalItems",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "contains",
-    "minContains",
-    "maxContains",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "format",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "anyOf",
-    "oneOf",
-    "allOf",
-    "if",
-    "then",
-    "else",
-    "$ref",
-    "$defs",
-    "definitions",
+/// Keywords that are enforced exactly by the generated grammar: the generic
+/// ones, those of each type ([`OBJECT`] to [`NUMBER`]), the combinators and
+/// [`DEFINITIONS`]. Built from those lists, so that a keyword cannot be
+/// listed for a type without being classified as enforced; their order is
+/// that of the error message that lists them ([`supported_list`]) and of
+/// the search for a misspelling.
+pub const SUPPORTED: &[&str] = &SUPPORTED_ARRAY;
+
+const SUPPORTED_PARTS: &[&[&str]] = &[
+    &["type", "not", "enum", "const"],
+    OBJECT,
+    ARRAY,
+    STRING,
+    NUMBER,
+    &["anyOf", "oneOf", "allOf", "if", "then", "else", "$ref"],
+    DEFINITIONS,
 ];
+
+const SUPPORTED_ARRAY: [&str; total_len(SUPPORTED_PARTS)] = concat(SUPPORTED_PARTS);
+
+/// The number of names in `parts`, at compile time.
+const fn total_len(parts: &[&[&str]]) -> usize {
+    let mut total = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        total += parts[i].len();
+        i += 1;
+    }
+    total
+}
+
+/// `parts` one after the other, at compile time (`N` is their
+/// [`total_len`]).
+const fn concat<const N: usize>(parts: &[&[&'static str]]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut at = 0;
+    let mut i = 0;
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            out[at] = parts[i][j];
+            at += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+}
 
 /// Keywords that carry no constraint and are ignored (`id` is draft 4's `$id`).
 pub const ANNOTATIONS: &[&str] = &[
@@ -221,6 +225,22 @@ pub fn supported_list() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The order of the list in error messages (and of the search for a
+    /// misspelling) is that of the parts [`SUPPORTED`] is built from.
+    #[test]
+    fn supported_keywords_in_order() {
+        assert_eq!(
+            supported_list(),
+            "type, not, enum, const, properties, required, additionalProperties, \
+             patternProperties, propertyNames, minProperties, maxProperties, \
+             dependentRequired, dependentSchemas, dependencies, items, prefixItems, \
+             additionalItems, minItems, maxItems, uniqueItems, contains, minContains, \
+             maxContains, minLength, maxLength, pattern, format, minimum, maximum, \
+             exclusiveMinimum, exclusiveMaximum, multipleOf, anyOf, oneOf, allOf, if, \
+             then, else, $ref, $defs, definitions"
+        );
+    }
 
     #[test]
     fn classification() {

@@ -72,8 +72,8 @@ impl RangeError {
 /// without `-0`, intersected with the range.
 pub fn integer_range(min: Option<&Bound>, max: Option<&Bound>) -> Result<Expr, RangeError> {
     let empty = || RangeError::empty("integer", min, max);
-    let lo = min.map_or(IntEnd::NegInf, int_lower);
-    let hi = max.map_or(IntEnd::PosInf, int_upper);
+    let lo = min.map_or(IntEnd::NegInf, |b| int_end(b, true));
+    let hi = max.map_or(IntEnd::PosInf, |b| int_end(b, false));
     let cap = int_cap();
     if lo > hi || lo > IntEnd::Fin(cap) || hi < IntEnd::Fin(-cap) {
         return Err(empty());
@@ -159,30 +159,27 @@ fn far_end(d: &Decimal) -> Option<IntEnd> {
     })
 }
 
-/// The least integer satisfying a lower bound.
-fn int_lower(bound: &Bound) -> IntEnd {
+/// The least integer satisfying a lower bound (`lower`), or the greatest
+/// satisfying an upper one.
+fn int_end(bound: &Bound, lower: bool) -> IntEnd {
     let d = bound.value();
     if let Some(end) = far_end(d) {
         return end;
     }
-    let least = match bound {
-        Bound::Inclusive(d) => d.ceil().to_i128(),
-        Bound::Exclusive(d) => d.floor().to_i128().map(|v| v + 1),
+    // An inclusive bound is rounded toward the inside of the range; an
+    // exclusive one toward the outside, then moved one integer in (so that
+    // a bound that is an integer is itself left out).
+    let end = match (bound, lower) {
+        (Bound::Inclusive(d), true) => d.ceil().to_i128(),
+        (Bound::Exclusive(d), true) => d.floor().to_i128().map(|v| v + 1),
+        (Bound::Inclusive(d), false) => d.floor().to_i128(),
+        (Bound::Exclusive(d), false) => d.ceil().to_i128().map(|v| v - 1),
     };
-    least.map_or(IntEnd::PosInf, IntEnd::Fin)
-}
-
-/// The greatest integer satisfying an upper bound.
-fn int_upper(bound: &Bound) -> IntEnd {
-    let d = bound.value();
-    if let Some(end) = far_end(d) {
-        return end;
+    match end {
+        Some(v) => IntEnd::Fin(v),
+        None if lower => IntEnd::PosInf,
+        None => IntEnd::NegInf,
     }
-    let greatest = match bound {
-        Bound::Inclusive(d) => d.floor().to_i128(),
-        Bound::Exclusive(d) => d.ceil().to_i128().map(|v| v - 1),
-    };
-    greatest.map_or(IntEnd::NegInf, IntEnd::Fin)
 }
 
 /// The number of digits in the integer part of a non-negative value

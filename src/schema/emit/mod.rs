@@ -260,14 +260,12 @@ impl Emitter<'_> {
             Node::Never => return Ok(None),
             Node::Null => Expr::lit("null"),
             Node::Bool => self.shared("boolean"),
-            Node::Int(range) => match self.integer(range)? {
-                Some(x) => x,
-                None => return Ok(None),
-            },
-            Node::Num(range) => match self.number(range)? {
-                Some(x) => x,
-                None => return Ok(None),
-            },
+            Node::Int(range) | Node::Num(range) => {
+                match self.numbers(range, matches!(node, Node::Int(_)))? {
+                    Some(x) => x,
+                    None => return Ok(None),
+                }
+            }
             Node::Str(s) => match self.string(s, hint)? {
                 Some(x) => x,
                 None => return Ok(None),
@@ -324,29 +322,23 @@ impl Emitter<'_> {
         }))
     }
 
-    /// The integers of `range`, or `None` when it holds none (a branch of
-    /// a union such as `not: {enum: [6379, 6380]}` leaves between two
-    /// neighbours).
-    fn integer(&mut self, range: &NumRange) -> Result<Option<Expr>, String> {
+    /// The integers (`integer`) or the numbers of `range`, or `None` when it
+    /// holds none (a branch of a union such as `not: {enum: [6379, 6380]}`
+    /// leaves between two neighbours).
+    fn numbers(&mut self, range: &NumRange, integer: bool) -> Result<Option<Expr>, String> {
         if range.has_divisors() {
-            return self.multiples(range, true);
+            return self.multiples(range, integer);
         }
         if range.min.is_none() && range.max.is_none() {
-            return Ok(Some(self.shared("integer")));
+            let name = if integer { "integer" } else { "number" };
+            return Ok(Some(self.shared(name)));
         }
-        let expr = numeric::integer_range(range.min.as_ref(), range.max.as_ref());
-        Ok(self.range_or_none(expr))
-    }
-
-    /// The numbers of `range`, or `None` when it holds none.
-    fn number(&mut self, range: &NumRange) -> Result<Option<Expr>, String> {
-        if range.has_divisors() {
-            return self.multiples(range, false);
-        }
-        if range.min.is_none() && range.max.is_none() {
-            return Ok(Some(self.shared("number")));
-        }
-        let expr = numeric::number_range(range.min.as_ref(), range.max.as_ref());
+        let (min, max) = (range.min.as_ref(), range.max.as_ref());
+        let expr = if integer {
+            numeric::integer_range(min, max)
+        } else {
+            numeric::number_range(min, max)
+        };
         Ok(self.range_or_none(expr))
     }
 

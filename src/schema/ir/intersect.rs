@@ -92,6 +92,18 @@ fn intersect_at(a: &Node, b: &Node, defs: &Defs, depth: usize) -> Result<Node, S
             )
         })
     };
+    // The branches of a union each met with `other`, those left with no
+    // value dropped (the meet distributes over `anyOf` and `oneOf` alike).
+    let meet_each = |xs: &[Node], other: &Node| -> Result<Vec<Node>, String> {
+        let mut out = Vec::new();
+        for x in xs {
+            let m = intersect_at(x, other, defs, next)?;
+            if m != Node::Never {
+                out.push(m);
+            }
+        }
+        Ok(out)
+    };
     Ok(match (a, b) {
         (Node::Any, x) | (x, Node::Any) => x.clone(),
         (Node::Never, _) | (_, Node::Never) => Node::Never,
@@ -106,24 +118,9 @@ fn intersect_at(a: &Node, b: &Node, defs: &Defs, depth: usize) -> Result<Node, S
                 None => return Err(reason),
             },
         },
-        (Node::AnyOf(xs), other) | (other, Node::AnyOf(xs)) => {
-            let mut out = Vec::new();
-            for x in xs {
-                let m = intersect_at(x, other, defs, next)?;
-                if m != Node::Never {
-                    out.push(m);
-                }
-            }
-            any_of(out)
-        }
+        (Node::AnyOf(xs), other) | (other, Node::AnyOf(xs)) => any_of(meet_each(xs, other)?),
         (Node::OneOf(xs), other) | (other, Node::OneOf(xs)) => {
-            let mut out = Vec::new();
-            for x in xs {
-                let m = intersect_at(x, other, defs, next)?;
-                if m != Node::Never {
-                    out.push(m);
-                }
-            }
+            let mut out = meet_each(xs, other)?;
             match out.len() {
                 0 => Node::Never,
                 1 => out.pop().unwrap_or(Node::Never),

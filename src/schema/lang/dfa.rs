@@ -306,53 +306,20 @@ impl Dfa {
 
     /// Without the states from which no string is accepted.
     fn trimmed(self) -> Dfa {
-        let n = self.states.len();
-        let mut back: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (s, st) in self.states.iter().enumerate() {
-            for (_, t) in &st.next {
-                back[*t].push(s);
-            }
-        }
-        let mut live = vec![false; n];
-        let mut stack: Vec<usize> = (0..n).filter(|&s| self.states[s].accepting).collect();
-        for &s in &stack {
-            live[s] = true;
-        }
-        while let Some(s) = stack.pop() {
-            for &p in &back[s] {
-                if !live[p] {
-                    live[p] = true;
-                    stack.push(p);
-                }
-            }
-        }
-        if !live.first().copied().unwrap_or(false) {
+        let Some(numbers) = live_numbers(&self.states, |st| st.accepting, |st| &st.next) else {
             return Dfa {
                 alphabet: self.alphabet,
                 states: Vec::new(),
             };
-        }
-        let mut renumber = vec![usize::MAX; n];
-        let mut kept = 0;
-        for s in 0..n {
-            if live[s] {
-                renumber[s] = kept;
-                kept += 1;
-            }
-        }
+        };
         let states = self
             .states
             .into_iter()
-            .enumerate()
-            .filter(|(s, _)| live[*s])
-            .map(|(_, st)| State {
+            .zip(&numbers)
+            .filter(|(_, number)| number.is_some())
+            .map(|(st, _)| State {
                 accepting: st.accepting,
-                next: st
-                    .next
-                    .into_iter()
-                    .filter(|(_, t)| live[*t])
-                    .map(|(b, t)| (b, renumber[t]))
-                    .collect(),
+                next: renumbered(st.next, &numbers),
             })
             .collect();
         Dfa {
@@ -583,4 +550,61 @@ impl Partition {
         }
         out
     }
+}
+
+/// The new number of each state from which a string is accepted (`None` for
+/// the others, which are dropped), given which states end a string
+/// (`accepting`) and each state's transitions; `None` when the start, state
+/// 0, is not one of them. The automata and the nodes of the grammar writer
+/// (`rules`) are cut alike.
+pub(super) fn live_numbers<T>(
+    states: &[T],
+    accepting: impl Fn(&T) -> bool,
+    next: impl Fn(&T) -> &[(Bits, usize)],
+) -> Option<Vec<Option<usize>>> {
+    let n = states.len();
+    let mut back: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (s, st) in states.iter().enumerate() {
+        for (_, t) in next(st) {
+            back[*t].push(s);
+        }
+    }
+    let mut live = vec![false; n];
+    let mut stack: Vec<usize> = (0..n).filter(|&s| accepting(&states[s])).collect();
+    for &s in &stack {
+        live[s] = true;
+    }
+    while let Some(s) = stack.pop() {
+        for &p in &back[s] {
+            if !live[p] {
+                live[p] = true;
+                stack.push(p);
+            }
+        }
+    }
+    if !live.first().copied().unwrap_or(false) {
+        return None;
+    }
+    let mut kept = 0;
+    Some(
+        live.into_iter()
+            .map(|l| {
+                l.then(|| {
+                    let number = kept;
+                    kept += 1;
+                    number
+                })
+            })
+            .collect(),
+    )
+}
+
+/// The transitions to live states, renumbered by [`live_numbers`].
+pub(super) fn renumbered(
+    next: Vec<(Bits, usize)>,
+    numbers: &[Option<usize>],
+) -> Vec<(Bits, usize)> {
+    next.into_iter()
+        .filter_map(|(b, t)| numbers[t].map(|t| (b, t)))
+        .collect()
 }

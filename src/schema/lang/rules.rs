@@ -12,7 +12,7 @@ use crate::hashing::Map;
 use std::ops::ControlFlow;
 
 use super::alphabet::{Alphabet, Bits};
-use super::dfa::Dfa;
+use super::dfa::{live_numbers, renumbered, Dfa};
 use super::{LangError, MAX_STATES};
 use crate::grammar::expr::Expr;
 use crate::schema::emit::repeat;
@@ -335,53 +335,21 @@ impl Dfa {
 }
 
 /// The nodes from which a string is accepted, renumbered; `None` if the
-/// start is not one of them.
+/// start is not one of them. A sink node, written as a counted repetition
+/// with no edges after it, ends the string.
 fn live(nodes: Vec<Node>) -> Option<Vec<Node>> {
-    let n = nodes.len();
-    let mut back: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, node) in nodes.iter().enumerate() {
-        for (_, t) in &node.edges {
-            back[*t].push(i);
-        }
-    }
-    let mut alive = vec![false; n];
-    let mut stack: Vec<usize> = (0..n)
-        .filter(|&i| nodes[i].accepting || nodes[i].sink.is_some())
-        .collect();
-    for &i in &stack {
-        alive[i] = true;
-    }
-    while let Some(i) = stack.pop() {
-        for &p in &back[i] {
-            if !alive[p] {
-                alive[p] = true;
-                stack.push(p);
-            }
-        }
-    }
-    if !alive.first().copied().unwrap_or(false) {
-        return None;
-    }
-    let mut renumber = vec![usize::MAX; n];
-    let mut kept = 0;
-    for i in 0..n {
-        if alive[i] {
-            renumber[i] = kept;
-            kept += 1;
-        }
-    }
+    let numbers = live_numbers(
+        &nodes,
+        |node| node.accepting || node.sink.is_some(),
+        |node| &node.edges,
+    )?;
     Some(
         nodes
             .into_iter()
-            .enumerate()
-            .filter(|(i, _)| alive[*i])
-            .map(|(_, mut node)| {
-                node.edges = node
-                    .edges
-                    .into_iter()
-                    .filter(|(_, t)| alive[*t])
-                    .map(|(s, t)| (s, renumber[t]))
-                    .collect();
+            .zip(&numbers)
+            .filter(|(_, number)| number.is_some())
+            .map(|(mut node, _)| {
+                node.edges = renumbered(node.edges, &numbers);
                 node
             })
             .collect(),

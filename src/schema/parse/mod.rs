@@ -160,11 +160,35 @@ pub fn escape_pointer(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// A JSON value that is a schema (see [`Ctx::read_schema`]).
+enum SchemaValue<'a> {
+    /// A boolean schema: every value (`true`) or none (`false`).
+    Bool(bool),
+    Object(&'a Map<String, Value>),
+}
+
 impl<'a> Ctx<'a> {
     /// Whether `v` is `[]` standing for `{}` (see
     /// [`ConvertOptions::empty_array_is_schema`]).
     fn is_empty_map(&self, v: &Value) -> bool {
         self.empty_array_is_schema && matches!(v, Value::Array(a) if a.is_empty())
+    }
+
+    /// `value` read as a schema: a boolean schema (`[]` standing for `{}`
+    /// is `true`) or a schema object; any other JSON value is refused. The
+    /// one reading for a schema and for the schema of a `not`.
+    fn read_schema(&self, value: &'a Value, ptr: &str) -> Result<SchemaValue<'a>, SchemaError> {
+        match value {
+            Value::Bool(b) => Ok(SchemaValue::Bool(*b)),
+            Value::Array(_) if self.is_empty_map(value) => Ok(SchemaValue::Bool(true)),
+            Value::Object(map) => Ok(SchemaValue::Object(map)),
+            other => Err(err(
+                ptr,
+                ErrorKind::NotASchema {
+                    got: json_type(other),
+                },
+            )),
+        }
     }
 
     fn step(&mut self, ptr: &str, depth: usize) -> Result<(), SchemaError> {
@@ -182,41 +206,22 @@ impl<'a> Ctx<'a> {
     fn schema(&mut self, value: &'a Value, ptr: &str, depth: usize) -> Result<Node, SchemaError> {
         self.step(ptr, depth)?;
         let skip = std::mem::take(&mut self.skip_combinators);
-        let map = match value {
-            Value::Bool(true) => return Ok(Node::Any),
-            Value::Bool(false) => return Ok(Node::Never),
-            Value::Array(_) if self.is_empty_map(value) => return Ok(Node::Any),
-            Value::Object(map) => map,
-            other => {
-                return Err(err(
-                    ptr,
-                    ErrorKind::NotASchema {
-                        got: json_type(other),
-                    },
-                ))
-            }
+        let map = match self.read_schema(value, ptr)? {
+            SchemaValue::Bool(b) => return Ok(if b { Node::Any } else { Node::Never }),
+            SchemaValue::Object(map) => map,
         };
         for key in map.keys() {
-            match keywords::classify(key) {
-                Class::Supported | Class::Annotation | Class::Unknown => {}
-                Class::Unsupported => {
-                    return Err(err(
-                        ptr,
-                        ErrorKind::UnsupportedKeyword {
-                            keyword: key.clone(),
-                        },
-                    ));
-                }
-                Class::Misspelled(meant) => {
-                    return Err(err(
-                        ptr,
-                        ErrorKind::Misspelled {
-                            keyword: key.clone(),
-                            meant,
-                        },
-                    ));
-                }
-            }
+            let refused = match keywords::classify(key) {
+                Class::Supported | Class::Annotation | Class::Unknown => continue,
+                Class::Unsupported => ErrorKind::UnsupportedKeyword {
+                    keyword: key.clone(),
+                },
+                Class::Misspelled(meant) => ErrorKind::Misspelled {
+                    keyword: key.clone(),
+                    meant,
+                },
+            };
+            return Err(err(ptr, refused));
         }
         for &defs_key in keywords::DEFINITIONS {
             if let Some(v) = map.get(defs_key) {

@@ -11,8 +11,8 @@
 use serde_json::{Map, Value};
 
 use super::types::type_kinds;
-use super::{counts, err, escape_pointer, invalid, json_type, wrong, Ctx};
-use crate::schema::error::{ErrorKind, SchemaError};
+use super::{counts, escape_pointer, invalid, wrong, Ctx, SchemaValue};
+use crate::schema::error::SchemaError;
 use crate::schema::ir::{self, any_of, ArrNode, Contains, Node, ObjNode, Prop, StrNode};
 use crate::schema::keywords::{self, Class};
 use crate::schema::kinds::Kinds;
@@ -97,18 +97,9 @@ impl<'a> Ctx<'a> {
         depth: usize,
     ) -> Result<Node, SchemaError> {
         self.step(ptr, depth)?;
-        let map = match inner {
-            Value::Bool(b) => return Ok(if *b { Node::Never } else { Node::Any }),
-            Value::Array(_) if self.is_empty_map(inner) => return Ok(Node::Never),
-            Value::Object(map) => map,
-            other => {
-                return Err(err(
-                    ptr,
-                    ErrorKind::NotASchema {
-                        got: json_type(other),
-                    },
-                ))
-            }
+        let map = match self.read_schema(inner, ptr)? {
+            SchemaValue::Bool(b) => return Ok(if b { Node::Never } else { Node::Any }),
+            SchemaValue::Object(map) => map,
         };
         let keys: Vec<&str> = map
             .keys()

@@ -81,51 +81,42 @@ fn lower_set(set: &CharSet, offset: usize) -> Lowered {
     }
 }
 
-pub(super) fn lower_seq(items: &[Node]) -> Result<Lowered, RegexError> {
-    let mut exprs = Vec::with_capacity(items.len());
-    let mut nullable = true;
+/// The items of a sequence or an alternation lowered: the languages of those
+/// that match something, and the offset of the first that matches nothing.
+fn lower_each(items: &[Node]) -> Result<(Vec<Lang>, Option<usize>), RegexError> {
+    let mut langs = Vec::with_capacity(items.len());
     let mut nothing_at = None;
     for item in items {
         match lower(item)? {
-            Lowered::Lang(lang) => {
-                nullable &= lang.nullable;
-                exprs.push(lang.expr);
-            }
+            Lowered::Lang(lang) => langs.push(lang),
             Lowered::Nothing(offset) => {
                 nothing_at.get_or_insert(offset);
             }
         }
     }
+    Ok((langs, nothing_at))
+}
+
+pub(super) fn lower_seq(items: &[Node]) -> Result<Lowered, RegexError> {
+    let (langs, nothing_at) = lower_each(items)?;
+    // One item that matches nothing leaves the sequence nothing to match.
     Ok(match nothing_at {
         Some(offset) => Lowered::Nothing(offset),
         None => Lowered::Lang(Lang {
-            expr: Expr::seq(exprs),
-            nullable,
+            nullable: langs.iter().all(|lang| lang.nullable),
+            expr: Expr::seq(langs.into_iter().map(|lang| lang.expr)),
         }),
     })
 }
 
 fn lower_alt(items: &[Node]) -> Result<Lowered, RegexError> {
-    let mut exprs = Vec::with_capacity(items.len());
-    let mut nullable = false;
-    let mut nothing_at = None;
-    for item in items {
-        match lower(item)? {
-            Lowered::Lang(lang) => {
-                nullable |= lang.nullable;
-                exprs.push(lang.expr);
-            }
-            Lowered::Nothing(offset) => {
-                nothing_at.get_or_insert(offset);
-            }
-        }
-    }
-    if exprs.is_empty() {
+    let (langs, nothing_at) = lower_each(items)?;
+    if langs.is_empty() {
         return Ok(Lowered::Nothing(nothing_at.unwrap_or(0)));
     }
     Ok(Lowered::Lang(Lang {
-        expr: alt_of(exprs),
-        nullable,
+        nullable: langs.iter().any(|lang| lang.nullable),
+        expr: alt_of(langs.into_iter().map(|lang| lang.expr).collect()),
     }))
 }
 
