@@ -22,6 +22,8 @@ pub mod range;
 pub mod record;
 pub mod regex;
 pub mod strings;
+#[cfg(test)]
+pub(crate) mod test_rng;
 
 use serde_json::Value;
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::schema::decimal::fmt_scaled;
+use crate::schema::test_rng::Lcg;
 use regex::Regex;
 
 fn d(text: &str) -> Decimal {
@@ -359,61 +360,50 @@ fn integers_match_the_reference_exactly() {
     assert!(checked > 20_000, "{checked}");
 }
 
-/// A small deterministic generator (no dependency on `rand`).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
+/// A random decimal of up to 3 integer digits and 3 fraction digits.
+fn random_decimal(rng: &mut Lcg) -> String {
+    let sign = if rng.next(2) == 0 { "-" } else { "" };
+    let int = match rng.next(4) {
+        0 => 0,
+        1 => rng.next(10),
+        2 => rng.next(100),
+        _ => rng.next(1000),
+    };
+    match rng.next(3) {
+        0 => format!("{sign}{int}"),
+        1 => format!("{sign}{int}.{}", rng.next(10)),
+        _ => format!("{sign}{int}.{:03}", rng.next(1000)),
     }
+}
 
-    fn decimal(&mut self) -> String {
-        let sign = if self.next(2) == 0 { "-" } else { "" };
-        let int = match self.next(4) {
-            0 => 0,
-            1 => self.next(10),
-            2 => self.next(100),
-            _ => self.next(1000),
-        };
-        match self.next(3) {
-            0 => format!("{sign}{int}"),
-            1 => format!("{sign}{int}.{}", self.next(10)),
-            _ => format!("{sign}{int}.{:03}", self.next(1000)),
-        }
-    }
-
-    /// Wider: up to 7 integer digits and 6 fraction digits, or powers
-    /// of ten far beyond the caps either way.
-    fn wide_decimal(&mut self) -> String {
-        let sign = if self.next(2) == 0 { "-" } else { "" };
-        match self.next(8) {
-            0 => format!("{sign}1e{}", self.next(40) as i64 - 20),
-            1 => format!("{sign}{}e-{}", self.next(100), self.next(20)),
-            _ => {
-                let int_digits = self.next(8) as u32;
-                let int = self.next(10u64.pow(int_digits));
-                let digits = self.next(7) as usize;
-                let frac = self.next(10u64.pow(digits as u32));
-                if digits == 0 {
-                    format!("{sign}{int}")
-                } else {
-                    format!("{sign}{int}.{frac:0digits$}")
-                }
+/// Wider: up to 7 integer digits and 6 fraction digits, or powers
+/// of ten far beyond the caps either way.
+fn random_wide_decimal(rng: &mut Lcg) -> String {
+    let sign = if rng.next(2) == 0 { "-" } else { "" };
+    match rng.next(8) {
+        0 => format!("{sign}1e{}", rng.next(40) as i64 - 20),
+        1 => format!("{sign}{}e-{}", rng.next(100), rng.next(20)),
+        _ => {
+            let int_digits = rng.next(8) as u32;
+            let int = rng.next(10u64.pow(int_digits));
+            let digits = rng.next(7) as usize;
+            let frac = rng.next(10u64.pow(digits as u32));
+            if digits == 0 {
+                format!("{sign}{int}")
+            } else {
+                format!("{sign}{int}.{frac:0digits$}")
             }
         }
     }
+}
 
-    fn bound_of(&mut self, text: String) -> Option<Bound> {
-        let value = d(&text);
-        match self.next(5) {
-            0 => None,
-            1 | 2 => Some(Bound::Inclusive(value)),
-            _ => Some(Bound::Exclusive(value)),
-        }
+/// No bound, or `text` as an inclusive or an exclusive one.
+fn random_bound(rng: &mut Lcg, text: String) -> Option<Bound> {
+    let value = d(&text);
+    match rng.next(5) {
+        0 => None,
+        1 | 2 => Some(Bound::Inclusive(value)),
+        _ => Some(Bound::Exclusive(value)),
     }
 }
 
@@ -423,11 +413,11 @@ fn random_ranges_match_the_reference_exactly() {
     let mut checked = 0;
     for i in 0..400 {
         let (min, max) = if i % 2 == 0 {
-            let (a, b) = (rng.decimal(), rng.decimal());
-            (rng.bound_of(a), rng.bound_of(b))
+            let (a, b) = (random_decimal(&mut rng), random_decimal(&mut rng));
+            (random_bound(&mut rng, a), random_bound(&mut rng, b))
         } else {
-            let (a, b) = (rng.wide_decimal(), rng.wide_decimal());
-            (rng.bound_of(a), rng.bound_of(b))
+            let (a, b) = (random_wide_decimal(&mut rng), random_wide_decimal(&mut rng));
+            (random_bound(&mut rng, a), random_bound(&mut rng, b))
         };
         if min.is_none() && max.is_none() {
             continue;

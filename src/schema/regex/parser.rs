@@ -449,10 +449,16 @@ mod tests {
     use crate::schema::regex::tests::timed;
     use crate::schema::regex::{pattern_to_expr, RegexError, MAX_NESTING, MAX_REPEAT};
 
-    fn unsupported_at(pattern: &str) -> Option<usize> {
-        match pattern_to_expr(pattern) {
-            Err(RegexError::Unsupported { offset, .. }) => Some(offset),
-            other => panic!("{pattern}: expected Unsupported, got {other:?}"),
+    /// Each pattern of `cases` is refused with an error of `kind`
+    /// (`"Unsupported"` or `"Syntax"`) at its offset.
+    fn expect_errors_at(kind: &str, cases: &[(&str, usize)]) {
+        for &(pattern, offset) in cases {
+            let got = match pattern_to_expr(pattern) {
+                Err(RegexError::Unsupported { offset, .. }) => ("Unsupported", offset),
+                Err(RegexError::Syntax { offset, .. }) => ("Syntax", offset),
+                other => panic!("{pattern}: expected {kind}, got {other:?}"),
+            };
+            assert_eq!(got, (kind, offset), "{pattern}");
         }
     }
 
@@ -489,9 +495,7 @@ mod tests {
             (r"[\B]", 1),
             (r"(?<\u0041>x)", 0),
         ];
-        for &(pattern, offset) in cases {
-            assert_eq!(unsupported_at(pattern), Some(offset), "{pattern}");
-        }
+        expect_errors_at("Unsupported", cases);
         assert_eq!(
             pattern_to_expr("(?=a)"),
             Err(RegexError::Unsupported {
@@ -499,13 +503,6 @@ mod tests {
                 offset: 0
             })
         );
-    }
-
-    fn syntax_at(pattern: &str) -> Option<usize> {
-        match pattern_to_expr(pattern) {
-            Err(RegexError::Syntax { offset, .. }) => Some(offset),
-            other => panic!("{pattern}: expected Syntax, got {other:?}"),
-        }
     }
 
     #[test]
@@ -533,9 +530,7 @@ mod tests {
             ("a{2}{3}", 4),
             ("(?", 0),
         ];
-        for &(pattern, offset) in cases {
-            assert_eq!(syntax_at(pattern), Some(offset), "{pattern}");
-        }
+        expect_errors_at("Syntax", cases);
         assert_eq!(
             pattern_to_expr("[z-a]"),
             Err(RegexError::Syntax {
