@@ -116,6 +116,7 @@ test-rust: deps model qwen-model gemma-model xgrammar
 	# One test at a time: tests that run the model each start llama.cpp threads,
 	# and oversubscribed cores make its spinning barriers crawl.
 	cargo test --release $(CORE) -- --test-threads=1
+	cargo test --release -p infer-shared
 
 # After the extension's build: it links the libraries that build compiled.
 ifeq ($(PHP),8.4)
@@ -130,8 +131,9 @@ test-php: build model embedding-model qwen-model gemma-model llama-server
 	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist
 
 lint:
-	cargo fmt --check
+	cargo fmt --all --check
 	python3 scripts/import-circles.py
+	cargo clippy --release -p infer-shared --all-targets -- -D warnings
 	cargo clippy --release --all-targets -- -D warnings
 	cargo clippy --release $(CORE) --all-targets -- -D warnings
 	cargo clippy --release --no-default-features --lib -- -D warnings

@@ -14,10 +14,15 @@ pub mod chat;
 pub mod engine;
 pub mod grammar;
 mod hashing;
-/// Directories shared between processes, opened and proven to be this
-/// user's (the shared server's state, the prompt store).
+/// Where `Model::load()` gets its model: this request, the process
+/// (persistent) or the shared server.
 #[cfg(feature = "engine")]
-pub mod private_dir;
+pub mod loader;
+/// Directories shared between processes, opened and proven to be this
+/// user's (the shared server's state, the prompt store): in the crate the
+/// supervisor links too.
+#[cfg(feature = "engine")]
+pub use infer_shared::private_dir;
 /// The HTTP backend (`Model::connect()`): llama-server and OpenAI-compatible
 /// servers.
 #[cfg(feature = "engine")]

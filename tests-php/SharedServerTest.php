@@ -158,6 +158,7 @@ final class SharedServerTest extends InferTestCase
         $this->assertNull($this->record(), 'no server was started');
     }
 
+    /** @group fpm */
     public function testOneServerForFpmWorkersAndTheBuiltInServerWithTheOutputsOfAServerStartedByHand(): void
     {
         self::requireExtension('pcntl');
@@ -321,6 +322,22 @@ final class SharedServerTest extends InferTestCase
         $this->assertOk($answers[0]);
         $this->assertOk($answers[6]);
         $this->assertSame($answers[0]['info']['server_pid'], $answers[6]['info']['server_pid']);
+        $this->assertStringNotContainsString('unused for', (string) file_get_contents($this->dir . '/server.log'));
+    }
+
+    /**
+     * A call that runs longer than the idle time is use for all its length
+     * (it holds the state directory's `busy` lock): the server is not
+     * stopped under it, and the next call finds the same server.
+     */
+    public function testACallLongerThanTheIdleTimeIsNotCutShort(): void
+    {
+        $answers = $this->steps(['slow', 'chat'], ['infer.server_idle' => '1']);
+        $this->assertOk($answers[0]);
+        $this->assertSame('length', $answers[0]['finish'], 'the call ran to its maxTokens');
+        $this->assertGreaterThan(2.0, $answers[0]['seconds'], 'the call outlasted the idle time with a margin (1 s, looked at every 0.25 s)');
+        $this->assertOk($answers[1]);
+        $this->assertSame($answers[0]['info']['server_pid'], $answers[1]['info']['server_pid'], 'the same server answered the next call');
         $this->assertStringNotContainsString('unused for', (string) file_get_contents($this->dir . '/server.log'));
     }
 

@@ -19,54 +19,132 @@ pub use generation::{CacheSource, FinishReason, Generation, Piece, PieceKind, Ti
 pub use params::{GenerateParams, LoadParams, Pooling, StopCheck};
 pub use remote_error::RemoteError;
 
+/// What a generation starts from.
+#[derive(Debug, Clone, Copy)]
+pub enum Prompt<'a> {
+    /// A transcript, rendered with the model's chat template; the reply may
+    /// hold reasoning and tool calls.
+    Chat(&'a [Message]),
+    /// Text completed as it is: no template, no reasoning split.
+    Text { text: &'a str, add_bos: bool },
+}
+
+/// Many prompts of one kind (`chatMany()`, `rawMany()`).
+#[derive(Debug, Clone, Copy)]
+pub enum Prompts<'a> {
+    Chat(&'a [Vec<Message>]),
+    Text { texts: &'a [String], add_bos: bool },
+}
+
+impl<'a> Prompts<'a> {
+    pub fn len(&self) -> usize {
+        match self {
+            Prompts::Chat(prompts) => prompts.len(),
+            Prompts::Text { texts, .. } => texts.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The prompts, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Prompt<'a>> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+
+    /// The prompt at `index`.
+    pub fn get(&self, index: usize) -> Option<Prompt<'a>> {
+        match *self {
+            Prompts::Chat(prompts) => prompts.get(index).map(|m| Prompt::Chat(m)),
+            Prompts::Text { texts, add_bos } => {
+                texts.get(index).map(|t| Prompt::Text { text: t, add_bos })
+            }
+        }
+    }
+}
+
 /// A model that generates, embeds and tokenizes: loaded in this process or
 /// reached over HTTP. A call the backend cannot honour as asked is an error
 /// it returns, never a weaker answer. Threads may share one and call it at
 /// once (thread-safe PHP runs requests as threads of one process).
 pub trait Backend: Debug + Send + Sync {
-    /// Render `messages` with the chat template and generate the reply.
-    fn chat(&self, messages: &[Message], params: &GenerateParams) -> InferenceResult<Generation>;
+    /// Generate from `prompt`: the reply to a transcript, or the
+    /// completion of a text.
+    fn generate(&self, prompt: Prompt<'_>, params: &GenerateParams) -> InferenceResult<Generation>;
 
-    /// Complete `prompt` as plain text (no template, no reasoning split).
+    /// What [`Backend::generate`] makes, piece by piece.
+    fn stream(
+        self: std::sync::Arc<Self>,
+        prompt: Prompt<'_>,
+        params: GenerateParams,
+    ) -> InferenceResult<Box<dyn PieceStream>>;
+
+    /// Generate from many prompts, at most `parallel` at a time; the
+    /// results are in the order of `prompts`, and the first failure is the
+    /// call's, naming its prompt.
+    fn generate_many(
+        &self,
+        prompts: Prompts<'_>,
+        params: &GenerateParams,
+        parallel: u32,
+    ) -> InferenceResult<Vec<Generation>>;
+
+    /// Render `messages` with the chat template and generate the reply.
+    fn chat(&self, messages: &[Message], params: &GenerateParams) -> InferenceResult<Generation> {
+        self.generate(Prompt::Chat(messages), params)
+    }
+
+    /// Complete `text` as plain text (no template, no reasoning split).
     fn raw(
         &self,
-        prompt: &str,
+        text: &str,
         add_bos: bool,
         params: &GenerateParams,
-    ) -> InferenceResult<Generation>;
+    ) -> InferenceResult<Generation> {
+        self.generate(Prompt::Text { text, add_bos }, params)
+    }
 
     /// The reply to `messages`, piece by piece.
     fn stream_chat(
         self: std::sync::Arc<Self>,
         messages: &[Message],
         params: GenerateParams,
-    ) -> InferenceResult<Box<dyn PieceStream>>;
+    ) -> InferenceResult<Box<dyn PieceStream>> {
+        self.stream(Prompt::Chat(messages), params)
+    }
 
-    /// The plain-text completion of `prompt`, piece by piece.
+    /// The plain-text completion of `text`, piece by piece.
     fn stream_raw(
         self: std::sync::Arc<Self>,
-        prompt: &str,
+        text: &str,
         add_bos: bool,
         params: GenerateParams,
-    ) -> InferenceResult<Box<dyn PieceStream>>;
+    ) -> InferenceResult<Box<dyn PieceStream>> {
+        self.stream(Prompt::Text { text, add_bos }, params)
+    }
 
-    /// The replies to many conversations, at most `parallel` at a time, in
-    /// the order of `prompts`.
+    /// The replies to many conversations (see [`Backend::generate_many`]).
     fn chat_many(
         &self,
         prompts: &[Vec<Message>],
         params: &GenerateParams,
         parallel: u32,
-    ) -> InferenceResult<Vec<Generation>>;
+    ) -> InferenceResult<Vec<Generation>> {
+        self.generate_many(Prompts::Chat(prompts), params, parallel)
+    }
 
-    /// The completions of many plain-text prompts (see [`Backend::chat_many`]).
+    /// The completions of many plain-text prompts (see
+    /// [`Backend::generate_many`]).
     fn raw_many(
         &self,
-        prompts: &[String],
+        texts: &[String],
         add_bos: bool,
         params: &GenerateParams,
         parallel: u32,
-    ) -> InferenceResult<Vec<Generation>>;
+    ) -> InferenceResult<Vec<Generation>> {
+        self.generate_many(Prompts::Text { texts, add_bos }, params, parallel)
+    }
 
     /// The embeddings of `texts`, in order. `stop` is the caller's
     /// interrupt and deadline (a server's answers are bounded by its own

@@ -14,7 +14,8 @@
 //!   one); when the
 //!   state directory no longer names it, when no registered client process
 //!   (`clients/<pid>`) has been alive for two seconds, when nobody has used
-//!   the server for the idle time (the `used` file's age), or on SIGTERM, it
+//!   the server for the idle time (the `used` file's age, with no call in
+//!   flight: `busy` unlocked), or on SIGTERM, it
 //!   stops the server (SIGTERM, then SIGKILL after five seconds) and exits.
 //!
 //! Usage: `infer-serve --dir DIR --tag TAG --idle SECONDS --log FILE --
@@ -45,15 +46,9 @@ const TICK: Duration = Duration::from_millis(250);
 /// How long a stopping server gets before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-#[path = "../private_dir.rs"]
-#[allow(dead_code)]
-mod private_dir;
-#[path = "../remote/shared_state.rs"]
-#[allow(dead_code)]
-mod shared_state;
-
-use private_dir::{PrivateDir, Rule};
-use shared_state::{self as state, ProcessId, ServerRecord};
+use infer_shared::private_dir::{PrivateDir, Rule};
+use infer_shared::process::{self, ProcessId};
+use infer_shared::state::{self, ServerRecord};
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -107,7 +102,7 @@ fn parse() -> Result<Args, String> {
 
 fn main() -> ExitCode {
     // Whatever descriptors the starting process left open are not ours.
-    state::shut_descriptors_from(3, state::Shut::Now);
+    process::shut_descriptors_from(3, process::Shut::Now);
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
@@ -158,7 +153,7 @@ fn supervise(args: &Args) -> Result<(), String> {
     let err = log.try_clone().map_err(|e| e.to_string())?;
     let mut server = Command::new(&args.server[0]);
     server.args(&args.server[1..]).stdout(log).stderr(err);
-    state::start_clean(&mut server, &state::allowed_env(std::env::vars_os()));
+    process::start_clean(&mut server, &process::allowed_env(std::env::vars_os()));
     // Whatever llama-server creates (its Unix socket) is this user's alone.
     // SAFETY: umask has no failure mode.
     unsafe { libc::umask(0o077) };
@@ -176,11 +171,11 @@ fn supervise(args: &Args) -> Result<(), String> {
     let mut record = ServerRecord {
         supervisor: me,
         server: server_id,
-        boot: state::boot_id(),
+        boot: process::boot_id(),
         tag: args.tag.clone(),
         exited: None,
     };
-    if let Err(e) = dir.write_atomic(state::RECORD, record.to_json().as_bytes()) {
+    if let Err(e) = record.write(&dir) {
         stop(&mut child);
         return Err(format!("cannot write {}: {e}", state::RECORD));
     }
@@ -196,31 +191,26 @@ fn supervise(args: &Args) -> Result<(), String> {
             );
             // The record stays, marked, for the process waiting for the start
             // (it reports the log) and for the next request (it starts anew).
-            if names(&dir, me) {
+            if ServerRecord::names(&dir, me) {
                 record.exited = Some(status.to_string());
-                let _marked = dir
-                    .write_atomic(state::RECORD, record.to_json().as_bytes())
-                    .is_ok();
+                let _marked = record.write(&dir).is_ok();
             }
             return Ok(());
         }
         if !socket_private {
             // Mode 0600 once it exists (the umask already kept others out).
-            socket_private = fs::set_permissions(
-                dir.join(state::SOCKET),
-                std::os::unix::fs::PermissionsExt::from_mode(0o600),
-            )
-            .is_ok();
+            socket_private = state::make_socket_private(&dir);
         }
         let why = if STOP.load(Ordering::SeqCst) {
             Some("stopped by a signal".to_owned())
-        } else if !dir.still_named() || !names(&dir, me) {
+        } else if !dir.still_named() || !ServerRecord::names(&dir, me) {
             Some("the state directory no longer names this server".to_owned())
-        } else if let Some(idle) =
-            idle_for(&dir, started).filter(|d| args.idle > 0 && d.as_secs() >= args.idle)
-        {
+        } else if let Some(idle) = state::idle_for(&dir, started).filter(|d| {
+            // A call in flight is use, however long ago it started.
+            args.idle > 0 && d.as_secs() >= args.idle && !state::busy(&dir)
+        }) {
             Some(format!("unused for {} s", idle.as_secs()))
-        } else if live_clients(&clients) == 0 {
+        } else if state::live_clients(&clients) == 0 {
             let since = *orphaned_since.get_or_insert_with(Instant::now);
             (since.elapsed() >= ORPHAN_GRACE).then(|| "no client process is left".to_owned())
         } else {
@@ -233,8 +223,8 @@ fn supervise(args: &Args) -> Result<(), String> {
                 &format!("infer-serve: stopping llama-server: {why}"),
             );
             stop(&mut child);
-            if names(&dir, me) {
-                let _gone = dir.remove(state::RECORD).is_ok();
+            if ServerRecord::names(&dir, me) {
+                ServerRecord::remove(&dir);
             }
             return Ok(());
         }
@@ -256,58 +246,6 @@ fn stop(child: &mut Child) {
     }
     let _killed = child.kill().is_ok();
     let _reaped = child.wait().is_ok();
-}
-
-/// Whether `server.json` still names this supervisor.
-fn names(dir: &PrivateDir, me: ProcessId) -> bool {
-    dir.read_small(state::RECORD, state::MAX_STATE_FILE)
-        .ok()
-        .and_then(|text| ServerRecord::parse(&text))
-        .is_some_and(|r| r.supervisor == me)
-}
-
-/// How long since a client last marked the server used; `None` until a
-/// client has marked it used since it started (the process that starts it
-/// marks it once it answers: a slow load is not idleness).
-fn idle_for(dir: &PrivateDir, started: SystemTime) -> Option<Duration> {
-    let st = dir.stat(state::USED).ok()?;
-    let used = SystemTime::UNIX_EPOCH
-        + Duration::new(
-            u64::try_from(st.st_mtime).ok()?,
-            u32::try_from(st.st_mtime_nsec).ok()?,
-        );
-    if used < started {
-        return None;
-    }
-    SystemTime::now().duration_since(used).ok()
-}
-
-/// The registered clients still running (the very processes that
-/// registered); the registrations of those gone are removed.
-fn live_clients(clients: &PrivateDir) -> usize {
-    let Ok(names) = clients.names() else {
-        return 0;
-    };
-    let mut alive = 0;
-    for name in names {
-        let Some(name) = name.to_str() else {
-            continue;
-        };
-        if name.starts_with('.') {
-            // A registration being written.
-            continue;
-        }
-        let client = clients
-            .read_small(name, 64)
-            .ok()
-            .and_then(|content| state::registered(name, &content));
-        if client.is_some_and(|c| c.running()) {
-            alive += 1;
-        } else {
-            let _gone = clients.remove(name).is_ok();
-        }
-    }
-    alive
 }
 
 fn log_line(log: &Path, line: &str) {

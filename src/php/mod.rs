@@ -11,7 +11,6 @@ mod message;
 mod model;
 mod options;
 mod paths;
-mod persistent;
 mod prompt;
 mod reflect;
 mod rerank_model;
@@ -83,14 +82,14 @@ extern "C" fn request_startup(_type: i32, _module_number: i32) -> i32 {
 
 /// MSHUTDOWN: free the persistent models (their thread pools are joined).
 extern "C" fn shutdown(_type: i32, _module_number: i32) -> i32 {
-    persistent::clear();
+    crate::loader::persistent::clear();
     0
 }
 
 /// `phpinfo()`: the version, the persistent models this process holds, and
 /// the php.ini settings.
 extern "C" fn info(module: *mut ModuleEntry) {
-    let (models, loads) = persistent::listing();
+    let (models, loads) = crate::loader::persistent::listing();
     info_table_start!();
     info_table_row!("infer support", "enabled");
     info_table_row!("version", env!("CARGO_PKG_VERSION"));

@@ -21,13 +21,13 @@ use super::errors::CallError;
 use super::exceptions::no_constructor;
 use super::options::{connect_params, generation_params, load_request, CallKind, GenerationArgs};
 use super::paths::allowed_path;
-use super::persistent;
 use super::prompt::Prompt;
 use super::response::Response;
 use super::stream::Stream;
 use super::timeout::stop_check;
 use crate::backend::{Backend, GenerateParams, InferenceError};
 use crate::engine;
+use crate::loader;
 use crate::remote::Remote;
 
 const CHAT: CallKind = CallKind {
@@ -130,17 +130,6 @@ pub(super) fn embed_text(bytes: Vec<u8>, what: &str) -> Result<String, CallError
     })
 }
 
-/// Whether two paths name one file (the same device and inode; the same
-/// path when either cannot be looked at, so that the shared server, not this
-/// check, says what is wrong).
-fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => a == b,
-    }
-}
-
 /// A string argument as text; `what` names it in the error.
 fn text(bytes: Binary<u8>, what: &'static str) -> Result<String, CallError> {
     convert::utf8(bytes.into()).map_err(|offset| CallError::NotUtf8 { what, offset })
@@ -166,38 +155,10 @@ impl Model {
         // Bytes, not text: a path that is not UTF-8 gets its own error.
         let path: Vec<u8> = path.into();
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
-        if request.shared {
-            let settings = super::settings::shared_server()
-                .map_err(|refused| engine::LoadError::Shared {
-                    detail: refused.to_string(),
-                })?
-                .ok_or_else(|| engine::LoadError::Shared {
-                    detail: "'shared' => true needs the shared server: set php.ini infer.server_model to the GGUF it serves".to_owned(),
-                })?;
-            if !same_file(path, &settings.model) {
-                return Err(engine::LoadError::Shared {
-                    detail: format!(
-                        "the shared server serves {} (php.ini infer.server_model), not {}; load this model without 'shared'",
-                        settings.model.display(),
-                        path.display()
-                    ),
-                }
-                .into());
-            }
-            let remote = Remote::connect_shared(&settings)?;
-            return Ok(Self {
-                inner: Some(remote),
-                persistent: false,
-            });
-        }
-        let model: Arc<dyn Backend> = if request.persistent {
-            persistent::load(path, &request.params)?.0
-        } else {
-            Arc::new(engine::Model::load(path, &request.params)?)
-        };
+        let loaded = loader::load(path, &request, &super::settings::Ini)?;
         Ok(Self {
-            inner: Some(model),
-            persistent: request.persistent,
+            inner: Some(loaded.model),
+            persistent: loaded.persistent,
         })
     }
 
@@ -390,7 +351,7 @@ impl Model {
         }
         if let Some(model) = self.inner.take() {
             if self.persistent {
-                persistent::forget(&model);
+                loader::persistent::forget(&model);
             }
         }
         Ok(())

@@ -15,6 +15,7 @@ use crate::engine::decode::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
 use crate::engine::rerank::RerankParams;
 use crate::engine::{GenerateParams, LoadParams};
 use crate::grammar::CheckedGbnf;
+use crate::loader::{LoadRequest, Source};
 use crate::schema::ObjectDefaults;
 
 /// The keys `Model::load()` accepts.
@@ -29,16 +30,6 @@ pub const LOAD_KEYS: &[&str] = &[
     "pooling",
     "shared",
 ];
-
-/// What `Model::load()` was asked for.
-#[derive(Debug)]
-pub struct LoadRequest {
-    pub params: LoadParams,
-    /// Keep the model in the process after the request (`persistent`).
-    pub persistent: bool,
-    /// Use the installation's shared server (`shared`).
-    pub shared: bool,
-}
 
 /// The keys `chatMany()` and `rawMany()` accept: those of `chat()` and
 /// `raw()`, then how many prompts to decode at a time.
@@ -154,11 +145,12 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
             .into());
         }
     }
-    Ok(LoadRequest {
-        params,
-        persistent,
-        shared,
-    })
+    let source = match (shared, persistent) {
+        (true, _) => Source::Shared,
+        (false, true) => Source::Process,
+        (false, false) => Source::Request,
+    };
+    Ok(LoadRequest { params, source })
 }
 
 /// The keys `RerankModel::load()` accepts.

@@ -32,17 +32,7 @@ pub struct Response {
 impl From<Generation> for Response {
     fn from(g: Generation) -> Self {
         let split = reasoning::split(g.without_calls.as_deref().unwrap_or(&g.text));
-        Self {
-            tool_calls: g.tool_calls,
-            answer: split.answer,
-            reasoning: split.reasoning,
-            text: g.text,
-            finish_reason: g.finish.as_str(),
-            tokens_generated: g.tokens_generated,
-            prompt_tokens: g.prompt_tokens,
-            cached_tokens: g.reused_tokens,
-            timings: g.timings,
-        }
+        Self::of(g, split.answer, split.reasoning)
     }
 }
 
@@ -50,10 +40,15 @@ impl Response {
     /// The result of a plain-text completion: the answer is the whole text,
     /// with no reasoning split off.
     pub fn plain(g: Generation) -> Self {
+        let answer = g.text.clone();
+        Self::of(g, answer, None)
+    }
+
+    fn of(g: Generation, answer: String, reasoning: Option<String>) -> Self {
         Self {
-            tool_calls: Vec::new(),
-            answer: g.text.clone(),
-            reasoning: None,
+            tool_calls: g.tool_calls,
+            answer,
+            reasoning,
             text: g.text,
             finish_reason: g.finish.as_str(),
             tokens_generated: g.tokens_generated,

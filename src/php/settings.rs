@@ -380,11 +380,24 @@ fn number(name: &CStr) -> usize {
 }
 
 /// The `infer.max_persistent_models` setting (0 while it is refused).
-pub fn max_models() -> usize {
+fn max_models() -> usize {
     if refused(Some(Feature::PersistentModels)).is_empty() {
         number(MAX_MODELS_INI)
     } else {
         0
+    }
+}
+
+/// The installation's settings as the loader asks for them.
+pub struct Ini;
+
+impl crate::loader::Installation for Ini {
+    fn shared_server(&self) -> Result<Option<crate::remote::shared::Settings>, String> {
+        shared_server().map_err(|refused| refused.to_string())
+    }
+
+    fn max_persistent_models(&self) -> usize {
+        max_models()
     }
 }
 

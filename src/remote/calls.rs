@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 use super::{llama_server, openai, EngineKind, Remote};
 use crate::backend::error::List;
 use crate::backend::{
-    Backend, GenerateParams, InferenceError, InferenceResult, PieceStream, RemoteError, StopCheck,
+    Backend, GenerateParams, InferenceError, InferenceResult, PieceStream, Prompt, Prompts,
+    RemoteError, StopCheck,
 };
 use crate::chat::Message;
 
@@ -68,68 +69,32 @@ const LOCAL_ONLY: &[(&str, Refused, &str)] = &[
 ];
 
 impl Backend for Remote {
-    /// Generate the reply to `messages`.
-    fn chat(
+    /// Generate from `prompt`: one request, read to its end.
+    fn generate(
         &self,
-        messages: &[Message],
+        prompt: Prompt<'_>,
         params: &GenerateParams,
     ) -> InferenceResult<crate::backend::Generation> {
-        self.start_chat(messages, params.clone())?.into_generation()
+        self.start(prompt, params.clone())?.into_generation()
     }
 
-    /// Complete `prompt` as plain text.
-    fn raw(
-        &self,
-        prompt: &str,
-        add_bos: bool,
-        params: &GenerateParams,
-    ) -> InferenceResult<crate::backend::Generation> {
-        self.start_raw(prompt, add_bos, params.clone())?
-            .into_generation()
-    }
-
-    fn stream_chat(
+    fn stream(
         self: Arc<Self>,
-        messages: &[Message],
+        prompt: Prompt<'_>,
         params: GenerateParams,
     ) -> InferenceResult<Box<dyn PieceStream>> {
-        Ok(Box::new(self.start_chat(messages, params)?))
+        Ok(Box::new(self.start(prompt, params)?))
     }
 
-    fn stream_raw(
-        self: Arc<Self>,
-        prompt: &str,
-        add_bos: bool,
-        params: GenerateParams,
-    ) -> InferenceResult<Box<dyn PieceStream>> {
-        Ok(Box::new(self.start_raw(prompt, add_bos, params)?))
-    }
-
-    /// The replies to many conversations, as concurrent requests (at most
-    /// `parallel` at a time): the server batches them. In the order of
-    /// `prompts`; the first failure is the call's, naming its prompt.
-    fn chat_many(
+    /// Generate from many prompts as concurrent requests (at most
+    /// `parallel` at a time): the server batches them.
+    fn generate_many(
         &self,
-        prompts: &[Vec<Message>],
+        prompts: Prompts<'_>,
         params: &GenerateParams,
         parallel: u32,
     ) -> InferenceResult<Vec<crate::backend::Generation>> {
-        self.many(prompts.len(), parallel, params, |i, params| {
-            self.start_chat(&prompts[i], params)
-        })
-    }
-
-    /// The completions of many plain-text prompts (see `chat_many`).
-    fn raw_many(
-        &self,
-        prompts: &[String],
-        add_bos: bool,
-        params: &GenerateParams,
-        parallel: u32,
-    ) -> InferenceResult<Vec<crate::backend::Generation>> {
-        self.many(prompts.len(), parallel, params, |i, params| {
-            self.start_raw(&prompts[i], add_bos, params)
-        })
+        self.many(prompts, parallel, params)
     }
 
     /// The embeddings of `texts`, in order; the server's answer is bounded

@@ -23,12 +23,12 @@ pub mod http;
 mod llama_server;
 mod openai;
 pub mod shared;
-mod shared_state;
 pub mod stream;
 #[cfg(test)]
 mod tests;
 mod unix;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value as Json};
@@ -40,9 +40,12 @@ pub use stream::RemoteStream;
 use self::http::{Http, HttpConfig};
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::params::GenerateParams;
+use crate::backend::{Prompt, Prompts};
 use crate::chat::plain_text::{render_segments, Inputs, Markup, Segments};
 use crate::chat::reasoning::Parts;
 use crate::chat::{ChatError, Message, Renderer};
+use crate::private_dir::PrivateDir;
+use infer_shared::state::InUse;
 
 /// The serving engines a model can be connected to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +133,9 @@ pub struct Remote {
     llama: Option<LlamaServerInfo>,
     /// Set for the installation's shared server (`shared::ensure`).
     shared: Option<shared::Endpoint>,
+    /// The shared server's state directory, where each call marks the
+    /// server in use.
+    shared_state: Option<Arc<PrivateDir>>,
 }
 
 impl Remote {
@@ -194,6 +200,7 @@ impl Remote {
             trained_ctx,
             llama,
             shared: None,
+            shared_state: None,
         })
     }
 
@@ -205,7 +212,7 @@ impl Remote {
         settings: &shared::Settings,
     ) -> Result<std::sync::Arc<Self>, crate::backend::error::LoadError> {
         static KEPT: std::sync::Mutex<Option<std::sync::Arc<Remote>>> = std::sync::Mutex::new(None);
-        let endpoint = shared::ensure(settings)?;
+        let (endpoint, state_dir) = shared::ensure(settings)?;
         let mut kept = KEPT
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -221,6 +228,7 @@ impl Remote {
         params.engine = Some(EngineKind::LlamaServer);
         let mut remote = Remote::connect(params)?;
         remote.shared = Some(endpoint);
+        remote.shared_state = Some(Arc::new(state_dir));
         let remote = std::sync::Arc::new(remote);
         *kept = Some(std::sync::Arc::clone(&remote));
         Ok(remote)
@@ -243,6 +251,18 @@ impl Remote {
     /// The server's address, without credentials.
     pub fn url(&self) -> &str {
         self.http.shown()
+    }
+
+    /// A stream of what `prompt` makes.
+    fn start(&self, prompt: Prompt<'_>, params: GenerateParams) -> InferenceResult<RemoteStream> {
+        // In use from before the request until the generation ends.
+        let in_use = self.shared_state.clone().map(InUse::start);
+        let mut stream = match prompt {
+            Prompt::Chat(messages) => self.start_chat(messages, params),
+            Prompt::Text { text, add_bos } => self.start_raw(text, add_bos, params),
+        }?;
+        stream.hold(in_use);
+        Ok(stream)
     }
 
     /// A stream of the reply to `messages`.
@@ -294,17 +314,17 @@ impl Remote {
         }
     }
 
-    /// Run `count` generations started by `start`, `parallel` threads each
-    /// taking the next one. The threads check the deadline and the caller's
+    /// Generate from each of `prompts`, `parallel` threads each taking the
+    /// next one. The threads check the deadline and the caller's
     /// interrupt (PHP's time limit, whose flag the interrupt names) between
     /// events.
     fn many(
         &self,
-        count: usize,
+        prompts: Prompts<'_>,
         parallel: u32,
         params: &GenerateParams,
-        start: impl Fn(usize, GenerateParams) -> InferenceResult<RemoteStream> + Sync,
     ) -> InferenceResult<Vec<crate::backend::Generation>> {
+        let count = prompts.len();
         if count == 0 {
             return Err(InferenceError::NoPrompts);
         }
@@ -320,7 +340,10 @@ impl Remote {
                     if i >= count {
                         break;
                     }
-                    let result = start(i, shared.clone())
+                    let result = prompts
+                        .get(i)
+                        .ok_or(InferenceError::NoPrompts)
+                        .and_then(|prompt| self.start(prompt, shared.clone()))
                         .and_then(RemoteStream::into_generation)
                         .map_err(|e| e.in_prompt(i));
                     let failed = result.is_err();

@@ -3,8 +3,8 @@
 //!
 //! State lives in one directory per installation, opened and checked as a
 //! [`PrivateDir`] (mode 0700, this user's, reached without a symbolic link
-//! through parents nobody else may change); the files' names and the
-//! supervisor's record are in `shared_state.rs`:
+//! through parents nobody else may change); its files are written and read
+//! by `infer_shared::state`, which the supervisor links too:
 //!
 //! - `lock`: taken (`flock`, a bounded wait) while the server is looked up
 //!   or started, so that two processes racing to start it start one;
@@ -39,12 +39,11 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::Value as Json;
-
 use super::http::{Http, HttpConfig};
-use super::shared_state::{self as state, ProcessId, ServerRecord};
 use crate::backend::error::LoadError;
 use crate::private_dir::{self, LockError, PrivateDir, Rule};
+use infer_shared::process::{self, ProcessId};
+use infer_shared::state::{self, FailedStart, ServerRecord};
 
 /// How long after a failed start the same settings fail at once.
 pub const RETRY_AFTER: Duration = Duration::from_secs(10);
@@ -72,7 +71,7 @@ fn captured() -> &'static Captured {
     CAPTURED.get_or_init(|| {
         private_dir::startup_temp_dir();
         Captured {
-            vars: state::allowed_env(std::env::vars_os()),
+            vars: process::allowed_env(std::env::vars_os()),
         }
     })
 }
@@ -177,8 +176,9 @@ fn dir_error(dir: &Path, problem: impl std::fmt::Display) -> SharedError {
     }
 }
 
-/// The running server for `settings`, started if none runs.
-pub fn ensure(settings: &Settings) -> Result<Endpoint, SharedError> {
+/// The running server for `settings`, started if none runs, and its state
+/// directory (the calls mark it in use there).
+pub fn ensure(settings: &Settings) -> Result<(Endpoint, PrivateDir), SharedError> {
     let dir = PrivateDir::open(&settings.dir, Rule::Private, true)
         .map_err(|p| dir_error(&settings.dir, p))?;
     let clients = dir.subdir(state::CLIENTS, Rule::Private).map_err(|p| {
@@ -198,14 +198,15 @@ pub fn ensure(settings: &Settings) -> Result<Endpoint, SharedError> {
         LockError::Open(e) => dir_error(&settings.dir, format!("cannot hold its lock: {e}")),
     })?;
     let tag = settings.tag();
-    if let Some(running) = read_record(&dir) {
-        if running.tag == tag && running.serving() && answers(&dir) {
+    if let Some(running) = ServerRecord::read(&dir) {
+        if running.tag == tag && running.serving() && state::socket_answers(&dir) {
             let key = dir
                 .read_small(state::KEY, state::MAX_STATE_FILE)
                 .map_err(|e| dir_error(&settings.dir, format!("has no readable key: {e}")))?;
             register(&clients);
-            touch(&dir);
-            return Ok(endpoint(&dir, key, running.server.pid));
+            state::mark_used(&dir);
+            let endpoint = endpoint(&dir, key, running.server.pid);
+            return Ok((endpoint, dir));
         }
         // Another settings' server, a half-dead one or one that no longer
         // accepts connections: stop what is left of it.
@@ -220,11 +221,9 @@ pub fn ensure(settings: &Settings) -> Result<Endpoint, SharedError> {
         // setting or a file that is wrong is found again without a start.
         Err(e @ SharedError::StartFailed { .. }) => record_failure(&dir, &tag, e),
         Err(_) => {}
-        Ok(_) => {
-            let _forgotten = dir.remove(state::FAILED).is_ok();
-        }
+        Ok(_) => FailedStart::clear(&dir),
     }
-    started
+    started.map(|endpoint| (endpoint, dir))
 }
 
 fn endpoint(dir: &PrivateDir, api_key: String, server_pid: u32) -> Endpoint {
@@ -234,27 +233,6 @@ fn endpoint(dir: &PrivateDir, api_key: String, server_pid: u32) -> Endpoint {
         api_key,
         server_pid,
     }
-}
-
-/// Whether the server's socket is this user's and accepts a connection (a
-/// server that runs but no longer listens is replaced).
-fn answers(dir: &PrivateDir) -> bool {
-    let ours = dir.stat(state::SOCKET).is_ok_and(|st| {
-        st.st_mode & libc::S_IFMT == libc::S_IFSOCK && st.st_uid == private_dir::euid()
-    });
-    ours && std::os::unix::net::UnixStream::connect(dir.join(state::SOCKET)).is_ok()
-}
-
-/// Mark the server used now (the supervisor's idle clock).
-fn touch(dir: &PrivateDir) {
-    let _touched = dir
-        .open_file(state::USED, libc::O_WRONLY | libc::O_CREAT)
-        .and_then(|f| f.set_modified(SystemTime::now()))
-        .is_ok();
-}
-
-fn read_record(dir: &PrivateDir) -> Option<ServerRecord> {
-    ServerRecord::parse(&dir.read_small(state::RECORD, state::MAX_STATE_FILE).ok()?)
 }
 
 /// Stop the supervisor and the server a record names, when they are the
@@ -270,7 +248,7 @@ fn retire(dir: &PrivateDir, running: &ServerRecord) {
     if running.exited.is_none() && running.this_boot() {
         let _killed = running.server.signal(libc::SIGKILL);
     }
-    let _gone = dir.remove(state::RECORD).is_ok();
+    ServerRecord::remove(dir);
 }
 
 fn start(
@@ -284,7 +262,7 @@ fn start(
         ("llama-server", &settings.server_binary),
         ("supervisor", &settings.supervisor_binary),
     ] {
-        state::runnable(path).map_err(|e| SharedError::Binary {
+        process::runnable(path).map_err(|e| SharedError::Binary {
             what,
             path: path.clone(),
             reason: e.to_string(),
@@ -356,7 +334,7 @@ fn start(
         .args(&server_args)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    state::start_clean(&mut supervisor, &captured().vars);
+    process::start_clean(&mut supervisor, &captured().vars);
     let status = supervisor.status().map_err(|e| SharedError::Binary {
         what: "supervisor",
         path: settings.supervisor_binary.clone(),
@@ -370,7 +348,7 @@ fn start(
     }
     let begin = Instant::now();
     loop {
-        let running = read_record(dir);
+        let running = ServerRecord::read(dir);
         match &running {
             Some(r) if !r.serving() => {
                 return Err(SharedError::StartFailed {
@@ -383,7 +361,7 @@ fn start(
             }
             // llama-server answers 503 while it loads, 200 once it serves.
             Some(r) if probe.get_json("/health", "llama-server").is_ok() => {
-                touch(dir);
+                state::mark_used(dir);
                 return Ok(endpoint(dir, key, r.server.pid));
             }
             _ => {}
@@ -412,52 +390,47 @@ fn start(
 
 /// Note this process as a client of the server (its pid and start time).
 fn register(clients: &PrivateDir) {
-    let Some(me) = ProcessId::me() else {
-        return;
-    };
-    let (name, content) = state::registration(me);
-    if clients.read_small(&name, 64).ok().as_deref() != Some(content.as_str()) {
-        let _registered = clients.write_atomic(&name, content.as_bytes()).is_ok();
+    if let Some(me) = ProcessId::me() {
+        state::register(clients, me);
     }
 }
 
-fn recent_failure(dir: &PrivateDir, tag: &str) -> Option<SharedError> {
-    let text = dir.read_small(state::FAILED, state::MAX_STATE_FILE).ok()?;
-    let v: Json = serde_json::from_str(&text).ok()?;
-    if v.get("tag")?.as_str()? != tag {
-        return None;
-    }
-    let at = v.get("at")?.as_u64()?;
-    let now = SystemTime::now()
+fn now_secs() -> u64 {
+    SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
-        .ok()?
-        .as_secs();
-    if now.saturating_sub(at) >= RETRY_AFTER.as_secs() {
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The last start's failure, when it was with these settings and within
+/// [`RETRY_AFTER`].
+fn recent_failure(dir: &PrivateDir, tag: &str) -> Option<SharedError> {
+    let failed = FailedStart::read(dir).filter(|f| f.tag == tag)?;
+    let ago = now_secs().saturating_sub(failed.at);
+    if ago >= RETRY_AFTER.as_secs() {
         return None;
     }
-    let message = v.get("error")?.as_str()?.to_owned();
     Some(SharedError::StartFailed {
         detail: format!(
-            "{message}; the last start failed {} s ago, the next is tried {} s after it",
-            now.saturating_sub(at),
+            "{}; the last start failed {ago} s ago, the next is tried {} s after it",
+            failed.error,
             RETRY_AFTER.as_secs()
         ),
-        log: PathBuf::from(v.get("log")?.as_str()?),
+        log: PathBuf::from(failed.log),
     })
 }
 
 fn record_failure(dir: &PrivateDir, tag: &str, error: &SharedError) {
-    let (message, log) = match error {
+    let (error, log) = match error {
         SharedError::StartFailed { detail, log } => (detail.clone(), log.display().to_string()),
         other => (other.to_string(), String::new()),
     };
-    let at = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let record = serde_json::json!({"tag": tag, "at": at, "error": message, "log": log});
-    let _written = dir
-        .write_atomic(state::FAILED, record.to_string().as_bytes())
-        .is_ok();
+    FailedStart {
+        tag: tag.to_owned(),
+        at: now_secs(),
+        error,
+        log,
+    }
+    .write(dir);
 }
 
 /// 32 random bytes from the kernel, as hex.

@@ -14,6 +14,7 @@ use crate::backend::params::StopCheck;
 use crate::backend::{CacheSource, Timings};
 use crate::backend::{PieceStream, RemoteError};
 use crate::chat::reasoning::Parts;
+use infer_shared::state::InUse;
 use std::time::Instant;
 
 /// The format of the events.
@@ -47,6 +48,9 @@ pub struct RemoteStream {
     /// timings of a remote generation are measured here, by the client).
     began: Instant,
     first_text: Option<Instant>,
+    /// On the installation's shared server: the call is in flight (the
+    /// supervisor does not stop the server for idleness) until it ends.
+    in_use: Option<InUse>,
 }
 
 impl std::fmt::Debug for RemoteStream {
@@ -81,6 +85,14 @@ impl RemoteStream {
             usage: None,
             began: Instant::now(),
             first_text: None,
+            in_use: None,
+        }
+    }
+
+    /// Keep the shared server in use while this generation runs.
+    pub(super) fn hold(&mut self, in_use: Option<InUse>) {
+        if !self.is_finished() {
+            self.in_use = in_use;
         }
     }
 
@@ -123,6 +135,7 @@ impl RemoteStream {
 
     /// The generation has ended: the text received, with these figures.
     fn done(&mut self, finish: FinishReason, generated: u32, prompt: u32, reused: u32) {
+        self.in_use = None;
         self.state = State::Done(Generation {
             text: self.text.clone(),
             finish,
@@ -155,6 +168,7 @@ impl RemoteStream {
     }
 
     fn fail(&mut self, e: InferenceError) -> InferenceError {
+        self.in_use = None;
         self.state = State::Failed(e.clone());
         e
     }

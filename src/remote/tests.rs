@@ -364,21 +364,20 @@ fn a_stream_without_its_ending_is_truncated() {
 
 #[test]
 fn errors_reported_mid_stream_and_aborted_requests_are_errors() {
-    let server = vllm("data: {\"error\":{\"message\":\"CUDA out of memory\",\"type\":\"InternalServerError\",\"code\":500}}\n\ndata: [DONE]\n\n");
-    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
-    let Err(InferenceError::Remote(RemoteError::InStream { message, .. })) =
-        remote.chat(&messages(), &GenerateParams::default())
-    else {
-        panic!("no error")
+    // The message of the error a vLLM stream of `body` ends in.
+    let in_stream = |body: &'static str| {
+        let server = vllm(body);
+        let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+        let Err(InferenceError::Remote(RemoteError::InStream { message, .. })) =
+            remote.chat(&messages(), &GenerateParams::default())
+        else {
+            panic!("no error")
+        };
+        message
     };
+    let message = in_stream("data: {\"error\":{\"message\":\"CUDA out of memory\",\"type\":\"InternalServerError\",\"code\":500}}\n\ndata: [DONE]\n\n");
     assert_eq!(message, "CUDA out of memory");
-    let aborted = vllm("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"abort\",\"stop_reason\":null}]}\n\ndata: [DONE]\n\n");
-    let remote = Remote::connect(ConnectParams::new(&aborted.url)).unwrap();
-    let Err(InferenceError::Remote(RemoteError::InStream { message, .. })) =
-        remote.chat(&messages(), &GenerateParams::default())
-    else {
-        panic!("no error")
-    };
+    let message = in_stream("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"},\"finish_reason\":\"abort\",\"stop_reason\":null}]}\n\ndata: [DONE]\n\n");
     assert!(message.contains("finish_reason \"abort\""), "{message}");
     // llama-server writes its errors as `error:` events.
     let llama = Canned::start(vec![

@@ -37,6 +37,17 @@ foreach (array_slice($argv, 2) as $step) {
                 // Long enough for the test to kill the server meanwhile.
                 $out['text'] = $model()->chat(Prompt::user('Count.'), 1900, 2048, options: ['grammar' => 'root ::= [a-z ]+'])->text();
                 break;
+            case 'slow':
+                // A call that runs for seconds: longer than the idle time
+                // of the test that asks for it.
+                $began = microtime(true);
+                $m = $model();
+                $out['info'] = $m->info();
+                $r = $m->chat(Prompt::user('Count from 1 to 500, one number per line.'), 400, 2048, options: ['grammar' => 'root ::= ([0-9]+ "\n")+']);
+                $out['text'] = $r->text();
+                $out['finish'] = $r->finishReason();
+                $out['seconds'] = microtime(true) - $began;
+                break;
             case 'embed':
                 $model()->embed('hello');
                 break;

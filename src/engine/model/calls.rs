@@ -2,6 +2,7 @@
 //! `Displace\\Infer\\Model` holds, and how each call takes a context off
 //! the model's shelves, runs in it and puts it back.
 
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
@@ -11,7 +12,7 @@ use serde_json::{json, Value};
 use super::Model;
 use crate::backend::error::{InferenceError, InferenceResult, List};
 use crate::backend::params::{GenerateParams, StopCheck};
-use crate::backend::{Backend, Generation, PieceStream};
+use crate::backend::{Backend, Generation, PieceStream, Prompt, Prompts};
 use crate::chat::reasoning::Parts;
 use crate::chat::Message;
 use crate::engine::decode::sampler::{GrammarSampler, Sampler};
@@ -25,85 +26,48 @@ use crate::engine::llama::shelf::{Fit, Shelf};
 use crate::engine::llama::threads::Claim;
 
 impl Backend for Model {
-    /// Render a transcript with the model's chat template and generate the
-    /// assistant's reply.
-    fn chat(&self, messages: &[Message], params: &GenerateParams) -> InferenceResult<Generation> {
-        let params = self.plan_tools(params)?;
-        let tokens = self.chat_tokens(&self.chat_prompt(messages, &params)?);
-        self.generate(&tokens, &params)
+    /// Render a transcript with the model's chat template, or tokenize a
+    /// text, and generate.
+    fn generate(&self, prompt: Prompt<'_>, params: &GenerateParams) -> InferenceResult<Generation> {
+        let (tokens, params, _) = self.prompt_tokens(prompt, params)?;
+        self.generate_tokens(&tokens, &params)
     }
 
-    /// Complete `prompt` as plain text.
-    fn raw(
-        &self,
-        prompt: &str,
-        add_bos: bool,
-        params: &GenerateParams,
-    ) -> InferenceResult<Generation> {
-        let tokens = self.tokenize(prompt, add_bos);
-        self.generate(&tokens, params)
-    }
-
-    /// Stream the reply to a transcript (see [`Model::chat`] and [`Stream`]).
-    fn stream_chat(
+    /// Stream what [`Backend::generate`] makes (see [`Stream`]).
+    fn stream(
         self: Arc<Self>,
-        messages: &[Message],
+        prompt: Prompt<'_>,
         params: GenerateParams,
     ) -> InferenceResult<Box<dyn PieceStream>> {
-        let params = self.plan_tools(&params)?.into_owned();
-        let prompt = self.chat_prompt(messages, &params)?;
-        let tokens = self.chat_tokens(&prompt);
-        Ok(Box::new(self.stream(
-            tokens,
-            params,
-            Some(Parts::after_prompt(&prompt.text())),
-        )?))
+        let (tokens, params, parts) = self.prompt_tokens(prompt, &params)?;
+        let params = params.into_owned();
+        Ok(Box::new(self.stream_tokens(tokens, params, parts)?))
     }
 
-    /// Stream the completion of `prompt` as plain text (see [`Model::raw`]).
-    fn stream_raw(
-        self: Arc<Self>,
-        prompt: &str,
-        add_bos: bool,
-        params: GenerateParams,
-    ) -> InferenceResult<Box<dyn PieceStream>> {
-        let tokens = self.tokenize(prompt, add_bos);
-        Ok(Box::new(self.stream(tokens, params, None)?))
-    }
-
-    /// Render each transcript of `prompts` with the model's chat template and
-    /// generate their replies together, at most `parallel` at a time; the
-    /// results are in the order of `prompts`.
-    fn chat_many(
+    /// Generate from each of `prompts` together, at most `parallel` at a
+    /// time, as parallel sequences of one context; the results are in the
+    /// order of `prompts`.
+    fn generate_many(
         &self,
-        prompts: &[Vec<Message>],
+        prompts: Prompts<'_>,
         params: &GenerateParams,
         parallel: u32,
     ) -> InferenceResult<Vec<Generation>> {
-        let params = self.plan_tools(params)?;
+        // A chat's tools are planned once for all its transcripts.
+        let params = match prompts {
+            Prompts::Chat(_) => self.plan_tools(params)?,
+            Prompts::Text { .. } => Cow::Borrowed(params),
+        };
         let tokens = prompts
             .iter()
             .enumerate()
-            .map(|(i, messages)| {
-                self.chat_prompt(messages, &params)
-                    .map(|prompt| self.chat_tokens(&prompt))
+            .map(|(i, prompt)| {
+                self.planned_tokens(prompt, &params)
+                    .map(|(tokens, _)| tokens)
                     .map_err(|e| e.in_prompt(i))
             })
             .collect::<InferenceResult<Vec<_>>>()?;
-        self.generate_many(&tokens, &params, parallel)
-    }
-
-    /// Complete each of `prompts` as plain text, together (see
-    /// [`Model::chat_many`]).
-    fn raw_many(
-        &self,
-        prompts: &[String],
-        add_bos: bool,
-        params: &GenerateParams,
-        parallel: u32,
-    ) -> InferenceResult<Vec<Generation>> {
-        let tokens: Vec<_> = prompts.iter().map(|p| self.tokenize(p, add_bos)).collect();
-        self.generate_many(&tokens, params, parallel)
+        self.generate_many_tokens(&tokens, &params, parallel)
     }
 
     /// The pooled embedding of each of `texts`, in order (see
@@ -231,7 +195,38 @@ impl Backend for Model {
 }
 
 impl Model {
-    fn generate(
+    /// The tokens of `prompt`, the parameters a chat's tools make of
+    /// `params`, and where the reply starts (inside reasoning or not).
+    fn prompt_tokens<'p>(
+        &self,
+        prompt: Prompt<'_>,
+        params: &'p GenerateParams,
+    ) -> InferenceResult<(Vec<LlamaToken>, Cow<'p, GenerateParams>, Option<Parts>)> {
+        let params = match prompt {
+            Prompt::Chat(_) => self.plan_tools(params)?,
+            Prompt::Text { .. } => Cow::Borrowed(params),
+        };
+        let (tokens, parts) = self.planned_tokens(prompt, &params)?;
+        Ok((tokens, params, parts))
+    }
+
+    /// The tokens of `prompt`, with `params` planned already.
+    fn planned_tokens(
+        &self,
+        prompt: Prompt<'_>,
+        params: &GenerateParams,
+    ) -> InferenceResult<(Vec<LlamaToken>, Option<Parts>)> {
+        Ok(match prompt {
+            Prompt::Chat(messages) => {
+                let rendered = self.chat_prompt(messages, params)?;
+                let parts = Parts::after_prompt(&rendered.text());
+                (self.chat_tokens(&rendered), Some(parts))
+            }
+            Prompt::Text { text, add_bos } => (self.tokenize(text, add_bos), None),
+        })
+    }
+
+    fn generate_tokens(
         &self,
         prompt: &[LlamaToken],
         params: &GenerateParams,
@@ -253,7 +248,7 @@ impl Model {
         result
     }
 
-    fn generate_many(
+    fn generate_many_tokens(
         &self,
         prompts: &[Vec<LlamaToken>],
         params: &GenerateParams,
@@ -368,7 +363,7 @@ impl Model {
         Ok(())
     }
 
-    fn stream(
+    fn stream_tokens(
         &self,
         prompt: Vec<LlamaToken>,
         params: GenerateParams,

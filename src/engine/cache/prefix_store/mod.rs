@@ -592,6 +592,17 @@ mod tests {
     };
 
     /// A fresh directory under the system's temporary one.
+    /// An entry's name for `prompt(1, 1)`, as long as `len` says, with the
+    /// full hash `full`.
+    fn name_of_prompt_1(len: usize, full: u64) -> EntryName {
+        EntryName {
+            key: KEY,
+            head: hash_tokens(&prompt(1, 1)[..HEAD_TOKENS]),
+            len,
+            full,
+        }
+    }
+
     fn scratch(name: &str) -> Dir {
         let path = std::env::temp_dir().join(format!("infer-store-{}-{name}", std::process::id()));
         let _gone = fs::remove_dir_all(&path).is_ok();
@@ -791,12 +802,7 @@ mod tests {
     #[test]
     fn a_directory_under_an_entrys_name_is_ignored() {
         let dir = scratch("dir");
-        let name = EntryName {
-            key: KEY,
-            head: hash_tokens(&prompt(1, 1)[..HEAD_TOKENS]),
-            len: 120,
-            full: hash_tokens(&prompt(1, 1)),
-        };
+        let name = name_of_prompt_1(120, hash_tokens(&prompt(1, 1)));
         let squatter = dir.path.join(name.to_string());
         fs::create_dir(&squatter).ok();
         fs::write(squatter.join("inside"), b"x").ok();
@@ -926,12 +932,7 @@ mod tests {
     #[test]
     fn a_fifo_under_an_entrys_name_does_not_block() {
         let dir = scratch("fifo");
-        let name = EntryName {
-            key: KEY,
-            head: hash_tokens(&prompt(1, 1)[..HEAD_TOKENS]),
-            len: 119,
-            full: 0,
-        };
+        let name = name_of_prompt_1(119, 0);
         let fifo = dir.path.join(name.to_string());
         let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap_or_default();
         // SAFETY: a NUL-terminated path.

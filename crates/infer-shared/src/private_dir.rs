@@ -11,9 +11,9 @@
 //! `*at()` calls) with `O_NOFOLLOW`, and only regular files are read or
 //! written (a FIFO is refused without blocking: `O_NONBLOCK`).
 //!
-//! Used by the extension (`remote/shared.rs`, `engine/cache/prefix_store/`) and
-//! by the supervisor (`src/bin/infer-serve.rs`, which includes this file by
-//! path): std and libc only.
+//! Used by the extension (`src/remote/shared.rs`,
+//! `src/engine/cache/prefix_store/`) and by the supervisor
+//! (`src/bin/infer-serve.rs`).
 
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::File;

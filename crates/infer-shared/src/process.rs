@@ -1,8 +1,7 @@
-//! The shared server's protocol between the extension (`shared.rs`) and its
-//! supervisor (`src/bin/infer-serve.rs`, which includes this file by path):
-//! the state directory's file names, the record the supervisor writes
-//! (`server.json`), the clients' registrations, and how a process is told
-//! apart from another that got its pid later.
+//! Processes: a process named so that a later one with its pid is not
+//! taken for it, and the processes the extension and the supervisor start,
+//! started clean (an allowed environment, no inherited descriptors, a
+//! process group of their own).
 //!
 //! A process is named by its pid **and** its start time (`/proc/PID/stat`,
 //! clock ticks since boot) on this boot (`/proc/sys/kernel/random/boot_id`):
@@ -12,29 +11,10 @@
 use std::io;
 use std::path::Path;
 
-use serde_json::Value as Json;
-
-/// The lock taken while the server is looked up or started.
-pub const LOCK: &str = "lock";
-/// The supervisor's record of the running server.
-pub const RECORD: &str = "server.json";
-/// The Unix socket the server listens on.
-pub const SOCKET: &str = "server.sock";
-/// The API key of the running server.
-pub const KEY: &str = "key";
-/// Why the last start failed.
-pub const FAILED: &str = "failed";
-/// Touched at each load (the idle clock).
-pub const USED: &str = "used";
-/// The directory of the clients' registrations.
-pub const CLIENTS: &str = "clients";
-/// The server's log when php.ini names none.
-pub const LOG: &str = "server.log";
-/// The most a state file may hold.
-pub const MAX_STATE_FILE: u64 = 64 * 1024;
+use serde::{Deserialize, Serialize};
 
 /// A process: its pid and when it started.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessId {
     pub pid: u32,
     /// Clock ticks after boot (field 22 of `/proc/PID/stat`).
@@ -102,18 +82,6 @@ impl ProcessId {
         unsafe { libc::close(pidfd) };
         sent
     }
-
-    #[cfg_attr(not(test), allow(dead_code))] // written by the supervisor
-    fn to_json(self) -> Json {
-        serde_json::json!({"pid": self.pid, "start": self.start})
-    }
-
-    fn from_json(v: &Json) -> Option<ProcessId> {
-        Some(ProcessId {
-            pid: v.get("pid")?.as_u64().and_then(|p| u32::try_from(p).ok())?,
-            start: v.get("start")?.as_u64()?,
-        })
-    }
 }
 
 /// This boot's id ("" when the kernel does not say).
@@ -121,77 +89,6 @@ pub fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_owned())
         .unwrap_or_default()
-}
-
-/// What the supervisor writes to `server.json` once llama-server runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerRecord {
-    pub supervisor: ProcessId,
-    pub server: ProcessId,
-    /// The boot both were started in.
-    pub boot: String,
-    /// The settings' tag: a server started with others is replaced.
-    pub tag: String,
-    /// How llama-server ended, once it has (the supervisor then exits).
-    pub exited: Option<String>,
-}
-
-impl ServerRecord {
-    #[cfg_attr(not(test), allow(dead_code))] // written by the supervisor
-    pub fn to_json(&self) -> String {
-        let mut v = serde_json::json!({
-            "supervisor": self.supervisor.to_json(),
-            "server": self.server.to_json(),
-            "boot": self.boot,
-            "tag": self.tag,
-        });
-        if let (Some(exited), Some(map)) = (&self.exited, v.as_object_mut()) {
-            map.insert("exited".to_owned(), exited.clone().into());
-        }
-        v.to_string()
-    }
-
-    /// A record as written; `None` for anything else (damaged, an older
-    /// layout, not JSON).
-    pub fn parse(text: &str) -> Option<ServerRecord> {
-        let v: Json = serde_json::from_str(text).ok()?;
-        Some(ServerRecord {
-            supervisor: ProcessId::from_json(v.get("supervisor")?)?,
-            server: ProcessId::from_json(v.get("server")?)?,
-            boot: v.get("boot")?.as_str()?.to_owned(),
-            tag: v.get("tag")?.as_str()?.to_owned(),
-            exited: v.get("exited").and_then(Json::as_str).map(str::to_owned),
-        })
-    }
-
-    /// Whether the record is of this boot (pids of another mean nothing).
-    pub fn this_boot(&self) -> bool {
-        !self.boot.is_empty() && self.boot == boot_id()
-    }
-
-    /// Whether the supervisor and the server it names both run, as the
-    /// very processes it was written for.
-    pub fn serving(&self) -> bool {
-        self.exited.is_none()
-            && self.this_boot()
-            && self.supervisor.running()
-            && self.server.running()
-    }
-}
-
-/// A client's registration: the file `clients/<pid>` holds its start time,
-/// so that a later process with that pid is not taken for it.
-pub fn registration(me: ProcessId) -> (String, String) {
-    (me.pid.to_string(), me.start.to_string())
-}
-
-/// The client a registration names, when its file name and content agree.
-#[cfg_attr(not(test), allow(dead_code))] // read by the supervisor
-pub fn registered(name: &str, content: &str) -> Option<ProcessId> {
-    Some(ProcessId {
-        pid: name.parse().ok()?,
-        start: content.trim().parse().ok()?,
-    })
 }
 
 /// Whether `path` names a regular file that could be run.
@@ -336,48 +233,6 @@ mod tests {
         assert!(child.wait().is_ok());
         assert!(!real.running(), "reaped");
         assert!(ProcessId::me().is_some_and(|me| me.running()));
-    }
-
-    #[test]
-    fn a_record_reads_back_as_written_and_nothing_else_reads_as_one() {
-        let me = ProcessId::me().unwrap_or(ProcessId { pid: 1, start: 1 });
-        let record = ServerRecord {
-            supervisor: me,
-            server: me,
-            boot: boot_id(),
-            tag: "model|4".to_owned(),
-            exited: None,
-        };
-        assert_eq!(ServerRecord::parse(&record.to_json()), Some(record.clone()));
-        assert!(record.serving());
-        let exited = ServerRecord {
-            exited: Some("signal 9".to_owned()),
-            ..record.clone()
-        };
-        assert_eq!(ServerRecord::parse(&exited.to_json()), Some(exited.clone()));
-        assert!(!exited.serving());
-        let other_boot = ServerRecord {
-            boot: "another".to_owned(),
-            ..record
-        };
-        assert!(!other_boot.serving(), "pids of another boot name nobody");
-        // The layout before start times: bare pids.
-        for text in [
-            "",
-            "{",
-            r#"{"supervisor": 1, "server": 2, "port": 0, "tag": "t"}"#,
-        ] {
-            assert_eq!(ServerRecord::parse(text), None, "{text}");
-        }
-    }
-
-    #[test]
-    fn a_registration_names_its_process() {
-        let me = ProcessId::me().unwrap_or(ProcessId { pid: 1, start: 1 });
-        let (name, content) = registration(me);
-        assert_eq!(registered(&name, &content), Some(me));
-        assert_eq!(registered(&name, ""), None, "an empty file names nobody");
-        assert_eq!(registered("x", &content), None);
     }
 
     #[test]

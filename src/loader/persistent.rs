@@ -12,7 +12,7 @@
 //! kept inherits the table:
 //! the weights are memory it shares with its parent, and the model's
 //! contexts, whose threads did not survive the fork, are rebuilt on the
-//! first call (see `engine::context`).
+//! first call (see `engine::llama::context`).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -31,7 +31,13 @@ fn models() -> MutexGuard<'static, Option<Registry<engine::Model>>> {
 /// The persistent model for `path` with `params`: the one this process
 /// keeps, or a fresh load that it keeps from now on. The flag says whether
 /// it was kept already.
-pub fn load(path: &Path, params: &LoadParams) -> Result<(Arc<engine::Model>, bool), LoadError> {
+/// `max` is how many the process keeps (php.ini
+/// `infer.max_persistent_models`).
+pub fn load(
+    path: &Path,
+    params: &LoadParams,
+    max: usize,
+) -> Result<(Arc<engine::Model>, bool), LoadError> {
     let Ok(file) = FileId::of(path) else {
         // Missing, unreadable...: the plain load says precisely why.
         return engine::Model::load(path, params).map(|m| (Arc::new(m), false));
@@ -40,7 +46,6 @@ pub fn load(path: &Path, params: &LoadParams) -> Result<(Arc<engine::Model>, boo
         file,
         params: params.clone(),
     };
-    let max = super::settings::max_models();
     models()
         .get_or_insert_with(Registry::default)
         .get_or_make(key, path, max, || engine::Model::load(path, params))
