@@ -1,8 +1,10 @@
 # The two commands of the README: `make demo` and `make test`.
 SHELL := /bin/bash
 # PHP=8.4 builds and tests against PHP 8.4 in a Debian 13 root (make php84,
-# scripts/in-php84.sh); any other value is the PHP binary to use (default:
-# the machine's own, Debian 12's 8.2).
+# scripts/in-php84.sh); PHP=8.3 and PHP=8.3-zts against PHP 8.3.0 built from
+# source (make php83, make php83-zts: target/php-8.3/, target/php-8.3-zts/);
+# any other value is the PHP binary to use (default: the machine's own,
+# Debian 12's 8.2).
 PHP ?= php
 # Not for cargo: ext-php-rs reads PHP from the environment as the path of the
 # PHP binary to build for.
@@ -14,11 +16,31 @@ PHP_BIN := php -d include_path=.:/opt/host-php/share
 PHPUNIT := /opt/host-php/phpunit --prepend $(CURDIR)/tests-php/support/phpunit-preload.php
 CARGO_TARGET_DIR_FOR_PHP := $(CURDIR)/target/php-8.4/cargo
 EXT := $(CURDIR)/target/php-8.4/infer.so
+else ifneq ($(filter 8.3 8.3-zts,$(PHP)),)
+IN_ROOT :=
+PHP_ROOT := $(CURDIR)/target/php-$(PHP)
+# Debian's PHPUnit 9.6 (/usr/share/php), run by the PHP built from source.
+PHP_BIN := $(PHP_ROOT)/bin/php -d include_path=.:/usr/share/php
+PHPUNIT := /usr/bin/phpunit
+EXT := $(PHP_ROOT)/infer.so
 else
 IN_ROOT :=
 PHP_BIN := $(PHP)
 PHPUNIT ?= $(shell command -v phpunit 2>/dev/null || echo /usr/bin/phpunit)
 EXT := $(CURDIR)/target/release/libinfer.so
+endif
+# The PHPUnit groups a PHP leaves out: a thread-safe PHP has no PHP-FPM, and
+# the Apache tests need the thread-safe PHP (phpunit.xml.dist leaves them out;
+# a command line's own --exclude-group replaces that, so each list names it).
+ifeq ($(PHP),8.3-zts)
+PHPUNIT_EXCLUDE := --exclude-group fpm
+QUICK_EXCLUDE := second-model,slow,fpm
+# The Apache tests use llama-server (the shared server from threads).
+QUICK_NEEDS := llama-server
+else
+PHPUNIT_EXCLUDE :=
+QUICK_EXCLUDE := second-model,slow,apache
+QUICK_NEEDS :=
 endif
 MODEL_FILE := models/SmolLM2-135M-Instruct.Q4_1.gguf
 # Point INFER_MODEL at another GGUF file to run the demo and the tests on it.
@@ -58,12 +80,12 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick deps php84 build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup
+.PHONY: demo test test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts
 
 demo: build model embedding-model
 	$(PHP_WITH_EXT) examples/demo.php
 
-ifeq ($(PHP),8.4)
+ifneq ($(filter 8.4 8.3 8.3-zts,$(PHP)),)
 # The core's Rust tests hold no PHP: they run once, with the machine's PHP.
 test: build model test-php
 else
@@ -75,7 +97,12 @@ endif
 # not among the slowest (group slow: the load tests and the big batches).
 test-quick: build model embedding-model
 	cargo test --release $(CORE) --lib -- --test-threads=1
-	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist --exclude-group second-model,slow
+	$(MAKE) test-php-quick
+
+# The quick PHP tests alone: what CI runs on each PHP besides the machine's
+# (whose whole suite, and the Rust tests, run once).
+test-php-quick: build model embedding-model $(QUICK_NEEDS)
+	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist --exclude-group $(QUICK_EXCLUDE)
 
 deps:
 	@bash scripts/install-deps.sh
@@ -84,6 +111,13 @@ deps:
 php84:
 	@bash scripts/php84-root.sh
 
+# PHP 8.3.0 built from ../shared/php-src (idempotent, cached).
+php83:
+	@bash scripts/build-php.sh 8.3
+
+php83-zts:
+	@bash scripts/build-php.sh 8.3-zts
+
 ifeq ($(PHP),8.4)
 # Built inside the root against its PHP 8.4 (its own target directory: the
 # bindings differ), then left at target/php-8.4/infer.so.
@@ -91,6 +125,15 @@ build: deps php84
 	$(IN_ROOT) env CARGO_TARGET_DIR=$(CARGO_TARGET_DIR_FOR_PHP) cargo build --release $(GPU_FEATURES)
 	cp $(CARGO_TARGET_DIR_FOR_PHP)/release/libinfer.so $(EXT).tmp && mv $(EXT).tmp $(EXT)
 	cp $(CARGO_TARGET_DIR_FOR_PHP)/release/infer-serve $(dir $(EXT))infer-serve.tmp && mv $(dir $(EXT))infer-serve.tmp $(dir $(EXT))infer-serve
+else ifneq ($(filter 8.3 8.3-zts,$(PHP)),)
+# Built in the project's own target directory, so llama.cpp is compiled once
+# for every PHP: only ext-php-rs's bindings and the crate itself are built
+# again for another PHP (ext-php-rs reads PHP and PHP_CONFIG). The result is
+# copied out, beside that PHP.
+build: deps php$(subst .,,$(PHP))
+	env PHP=$(PHP_ROOT)/bin/php PHP_CONFIG=$(PHP_ROOT)/bin/php-config cargo build --release $(GPU_FEATURES)
+	cp target/release/libinfer.so $(EXT).tmp && mv $(EXT).tmp $(EXT)
+	cp target/release/infer-serve $(PHP_ROOT)/infer-serve.tmp && mv $(PHP_ROOT)/infer-serve.tmp $(PHP_ROOT)/infer-serve
 else
 build: deps
 	cargo build --release $(GPU_FEATURES)
@@ -128,7 +171,7 @@ llama-server: build
 endif
 
 test-php: build model embedding-model qwen-model gemma-model llama-server
-	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist
+	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist $(PHPUNIT_EXCLUDE)
 
 lint:
 	cargo fmt --all --check
@@ -141,7 +184,7 @@ lint:
 # Benchmarks (figures go to docs/benchmarks/, indexed by BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -172,9 +215,11 @@ clean:
 	cargo clean
 
 # The archives PIE installs as pre-packaged binaries, one per PHP built (make
-# build, make build PHP=8.4), in dist/; test-dist installs each into its PHP's
-# extension directory and runs the demo with it.
-dist:
+# build, make build PHP=8.4|8.3|8.3-zts), in dist/; test-dist installs each
+# into its PHP's extension directory and runs the demo with it. The machine's
+# PHP's build is made again first: the project's target directory holds the
+# last PHP's build (make build PHP=8.3 builds there too).
+dist: build
 	@bash scripts/dist.sh
 
 test-dist: dist model embedding-model
@@ -288,3 +333,20 @@ bench-lookup: build model qwen-model
 	bash bench/build-llama-tools.sh
 	$(PHP_WITH_EXT) bench/lookup.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)
 	$(PHP_WITH_EXT) bench/lookup.php $(INFER_QWEN_MODEL) target/llama-tools/bin $(BENCH_THREADS) 3
+
+# Apache's event MPM (one child, N threads, the thread-safe PHP 8.3 module)
+# against PHP-FPM (N workers, the non-thread-safe build), persistent models,
+# N = 4 and 8, SmolLM2 and Qwen (bench/apache_fpm.php; docs/benchmarks/
+# php-versions.md, "Threads against processes").
+bench-apache: model qwen-model
+	$(MAKE) build PHP=8.3-zts
+	$(MAKE) build PHP=8.3
+	INFER_EXTENSION=$(CURDIR)/target/php-8.3/infer.so target/php-8.3/bin/php -d include_path=.:/usr/share/php -d extension=$(CURDIR)/target/php-8.3/infer.so bench/apache_fpm.php $(INFER_MODEL) $(CURDIR)/target/php-8.3-zts/infer.so 4,8 48
+	INFER_EXTENSION=$(CURDIR)/target/php-8.3/infer.so target/php-8.3/bin/php -d include_path=.:/usr/share/php -d extension=$(CURDIR)/target/php-8.3/infer.so bench/apache_fpm.php $(INFER_QWEN_MODEL) $(CURDIR)/target/php-8.3-zts/infer.so 4,8 24
+
+# One request on the thread-safe PHP 8.3 against the same on the
+# non-thread-safe one (bench/zts_cost.php).
+bench-zts: model
+	$(MAKE) build PHP=8.3-zts
+	$(MAKE) build PHP=8.3
+	php bench/zts_cost.php $(INFER_MODEL) target/php-8.3/bin/php target/php-8.3/infer.so target/php-8.3-zts/bin/php target/php-8.3-zts/infer.so 6

@@ -12,12 +12,6 @@ PHP_ARG_ENABLE([infer],
   [AS_HELP_STRING([--enable-infer], [Enable the infer extension (default: yes)])],
   [yes], [no])
 
-PHP_ARG_ENABLE([infer-zts],
-  [whether to build infer for a thread-safe PHP],
-  [AS_HELP_STRING([--enable-infer-zts],
-    [Build for a thread-safe (ZTS) PHP although no such build is tested (docs/production.md)])],
-  [no], [no])
-
 if test "$PHP_INFER" != "no"; then
   AC_PATH_PROG([CARGO], [cargo], [no], [$PATH:$HOME/.cargo/bin])
   if test "$CARGO" = "no"; then
@@ -28,14 +22,12 @@ if test "$PHP_INFER" != "no"; then
     AC_MSG_ERROR([cmake was not found: it builds llama.cpp (Debian: apt-get install cmake)])
   fi
 
+  dnl Both are built and tested (docs/production.md, thread-safe PHP):
+  dnl ext-php-rs generates the bindings for the PHP that php-config names.
   AC_MSG_CHECKING([whether PHP is thread-safe (ZTS)])
   infer_php_config_h="`$PHP_CONFIG --include-dir`/main/php_config.h"
   if grep -q '^#define ZTS 1' "$infer_php_config_h" 2>/dev/null; then
-    if test "$PHP_INFER_ZTS" = "no"; then
-      AC_MSG_RESULT([yes])
-      AC_MSG_ERROR([infer is not tested on thread-safe (ZTS) PHP; build it for a non-thread-safe PHP, or pass --enable-infer-zts to build it anyway (what is and is not verified: docs/production.md)])
-    fi
-    AC_MSG_RESULT([yes; building anyway (--enable-infer-zts), untested])
+    AC_MSG_RESULT([yes])
   else
     AC_MSG_RESULT([no])
   fi

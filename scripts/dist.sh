@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # make dist: the pre-packaged archives PIE looks for in a release's assets,
 # one per PHP the extension was built for (target/release/libinfer.so for the
-# machine's PHP, target/php-8.4/infer.so for PHP 8.4 when built), named as PIE
-# names them, lower-case, with infer.so at the root of the archive and, beside
+# machine's PHP, target/php-8.4/infer.so, target/php-8.3/infer.so and
+# target/php-8.3-zts/infer.so when built), named as PIE names them
+# (php/pie's PrePackagedBinaryAssetName: lower-case, `-zts` after the libc for
+# a thread-safe PHP, `-debug` before it for a debug build, which we do not
+# make), with infer.so at the root of the archive and, beside
 # it, infer-serve (the shared server's supervisor, which the extension looks
 # for beside itself: PIE installs only infer.so from such an archive, so
 # docs/production.md says to copy it):
 #
-#   dist/php_infer-{version}_php{major.minor}-{arch}-linux-glibc.zip
+#   dist/php_infer-{version}_php{major.minor}-{arch}-linux-glibc[-zts].zip
 #
 # Prints the archives' paths.
 set -euo pipefail
@@ -18,12 +21,12 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 arch=$(uname -m | tr '[:upper:]' '[:lower:]')
 mkdir -p dist
 
-# archive SO SERVE PHP_VERSION: write the archive for one build.
+# archive SO SERVE PHP_VERSION [-zts]: write the archive for one build.
 archive() {
-    local so=$1 serve=$2 php=$3
+    local so=$1 serve=$2 php=$3 ts=${4:-}
     local name
     [ -x "$serve" ] || { echo "error: $serve is missing: build it (make build) first" >&2; exit 1; }
-    name=$(printf 'php_infer-%s_php%s-%s-linux-glibc.zip' "$version" "$php" "$arch" | tr '[:upper:]' '[:lower:]')
+    name=$(printf 'php_infer-%s_php%s-%s-linux-glibc%s.zip' "$version" "$php" "$arch" "$ts" | tr '[:upper:]' '[:lower:]')
     python3 - "$so" "$serve" "dist/$name" <<'PY'
 import os, sys, zipfile
 so, serve, out = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -48,6 +51,14 @@ if [ -f target/release/libinfer.so ]; then
 fi
 if [ -f target/php-8.4/infer.so ]; then
     archive target/php-8.4/infer.so target/php-8.4/infer-serve 8.4
+    built=1
+fi
+if [ -f target/php-8.3/infer.so ]; then
+    archive target/php-8.3/infer.so target/php-8.3/infer-serve 8.3
+    built=1
+fi
+if [ -f target/php-8.3-zts/infer.so ]; then
+    archive target/php-8.3-zts/infer.so target/php-8.3-zts/infer-serve 8.3 -zts
     built=1
 fi
 if [ "$built" -eq 0 ]; then

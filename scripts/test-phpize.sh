@@ -4,12 +4,14 @@
 #
 #   cd ext && phpize && ./configure && make && make install
 #
-# for the machine's PHP and, in the PHP 8.4 root, for PHP 8.4; `make install`
+# for the machine's PHP, in the PHP 8.4 root for PHP 8.4, and for the PHP
+# 8.3 builds from source (thread-safe and not, make php83 php83-zts); `make install`
 # into a staging root (INSTALL_ROOT), then the installed infer.so is loaded
 # and answers a chat. cargo builds in the project's own target directory for
 # that PHP (INFER_CARGO_TARGET_DIR), so llama.cpp is not compiled again.
 #
-#   scripts/test-phpize.sh [php|8.4]…   (default: both)
+#   scripts/test-phpize.sh [php|8.4|8.3|8.3-zts]…   (default: php and 8.4,
+#   and each 8.3 that is built)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +19,9 @@ cd "$here"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(php 8.4)
+    for built in 8.3 8.3-zts; do
+        [ -x "target/php-$built/bin/php" ] && targets+=("$built")
+    done
 fi
 export INFER_MODEL=${INFER_MODEL:-$here/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 work=$(mktemp -d /tmp/infer-phpize.XXXXXX)
@@ -47,41 +52,15 @@ php -n -d extension="$so" -r '
 rm -rf "$stage"
 ONE
 
-# A thread-safe PHP is refused unless --enable-infer-zts asks for the
-# untested build: configure is shown a php-config whose headers say ZTS.
-cat >"$work/zts-refusal.sh" <<'ZTS'
-set -euo pipefail
-cd "$(dirname "$0")/ext"
-fake=$(mktemp -d)
-mkdir -p "$fake/include/main"
-sed 's/^#define ZTS .*//' "$(php-config --include-dir)/main/php_config.h" >"$fake/include/main/php_config.h"
-echo '#define ZTS 1' >>"$fake/include/main/php_config.h"
-cat >"$fake/php-config" <<FAKE
-#!/bin/sh
-if [ "\$1" = --include-dir ]; then echo "$fake/include"; else exec php-config "\$@"; fi
-FAKE
-chmod +x "$fake/php-config"
-phpize >/dev/null
-if ./configure --with-php-config="$fake/php-config" >"$fake/out" 2>&1; then
-    echo "error: configure accepted a thread-safe PHP" >&2; exit 1
-fi
-grep -q 'infer is not tested on thread-safe (ZTS) PHP.*--enable-infer-zts' "$fake/out" \
-    || { echo "error: configure refused ZTS without saying how to build anyway:" >&2; cat "$fake/out" >&2; exit 1; }
-./configure --with-php-config="$fake/php-config" --enable-infer-zts >"$fake/out" 2>&1 \
-    || { echo "error: --enable-infer-zts did not build past the check:" >&2; cat "$fake/out" >&2; exit 1; }
-grep -q 'building anyway (--enable-infer-zts), untested' "$fake/out"
-echo "== ZTS: refused by default, built past the check with --enable-infer-zts"
-phpize --clean >/dev/null
-rm -rf "$fake"
-ZTS
-
 for target in "${targets[@]}"; do
     case "$target" in
         8.4) bash scripts/in-php84.sh bash "$work/build-one.sh" "$here/target/php-8.4/cargo" ;;
-        php)
-            bash "$work/zts-refusal.sh"
-            bash "$work/build-one.sh" "$here/target"
+        php) bash "$work/build-one.sh" "$here/target" ;;
+        8.3 | 8.3-zts)
+            # phpize, php-config and php of that build; cargo in the
+            # project's target directory (only the binding is built again).
+            PATH="$here/target/php-$target/bin:$PATH" bash "$work/build-one.sh" "$here/target"
             ;;
-        *) echo "error: unknown PHP $target (php or 8.4)" >&2; exit 2 ;;
+        *) echo "error: unknown PHP $target (php, 8.4, 8.3 or 8.3-zts)" >&2; exit 2 ;;
     esac
 done

@@ -22,6 +22,23 @@ final class ExtensionTest extends InferTestCase
         $this->assertSame(['Iterator', 'Traversable'], $r->getInterfaceNames());
     }
 
+    /**
+     * llama.cpp is built without OpenMP: its worker pool does not survive
+     * PHP-FPM's fork(), and threads an extension starts through it are a
+     * known cause of trouble in threaded servers (FrankenPHP). After a
+     * generation, no OpenMP runtime is mapped in this process.
+     */
+    public function testLlamaCppRunsWithoutOpenMp(): void
+    {
+        $model = Model::load(self::modelPath(), ['n_threads' => 2]);
+        $this->assertNotSame('', $model->chat(Prompt::user('Hi'), maxTokens: 2)->text());
+        $maps = (string) file_get_contents('/proc/self/maps');
+        $this->assertStringContainsString((string) realpath(DefaultModel::extension()), $maps, 'the extension under test is mapped here');
+        foreach (['libgomp', 'libomp', 'libiomp'] as $runtime) {
+            $this->assertStringNotContainsString($runtime, $maps, "$runtime is mapped");
+        }
+    }
+
     public function testExtensionIsLoadedUnderItsName(): void
     {
         $this->assertTrue(extension_loaded('infer'));

@@ -15,6 +15,7 @@ require_once __DIR__ . '/support/Fpm.php';
  * nothing leaks between requests.
  *
  * @group slow
+ * @group fpm
  */
 final class FpmTest extends InferTestCase
 {

@@ -267,6 +267,7 @@ final class PersistentModelTest extends InferTestCase
      * the second request finds the model loaded and its system prompt
      * cached; a request killed by its time limit in the middle of a
      * generation leaves the model usable and consistent for the next one.
+     * @group fpm
      */
     public function testPhpFpmKeepsTheModelAcrossRequestsAndTimeouts(): void
     {

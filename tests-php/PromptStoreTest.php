@@ -318,6 +318,7 @@ final class PromptStoreTest extends InferTestCase
      * the store can carry a prefix from one request to the next), eight
      * system prompts: each is evaluated once on the machine, then every
      * worker starts from it.
+     * @group fpm
      */
     public function testFpmWorkersEvaluateEachPrefixOnce(): void
     {

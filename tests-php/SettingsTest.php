@@ -137,6 +137,7 @@ final class SettingsTest extends InferTestCase
      * the extension started in the master: the worker says it in the error
      * log (without an `error_log`, the FastCGI error stream the web server
      * logs) once, never in a response's body, and the store stays off.
+     * @group fpm
      */
     public function testARefusedPoolValueGoesToTheErrorLogOnceAndNotToTheResponse(): void
     {

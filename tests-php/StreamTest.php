@@ -460,6 +460,7 @@ final class StreamTest extends InferTestCase
         }
     }
 
+    /** @group fpm */
     public function testUnderPhpFpmThePiecesReachTheClientAsTheyAreGenerated(): void
     {
         $this->fpm = new Fpm(1, self::modelPath());
@@ -483,6 +484,7 @@ final class StreamTest extends InferTestCase
         $this->assertGreaterThan(10, count($lines));
     }
 
+    /** @group fpm */
     public function testUnderPhpFpmAClientThatGoesAwayEndsTheScriptAndTheWorkerServesOn(): void
     {
         $this->fpm = $fpm = new Fpm(1, self::modelPath());
@@ -513,6 +515,7 @@ final class StreamTest extends InferTestCase
         $this->assertStringNotContainsString('exited', $fpm->log(), 'no worker died');
     }
 
+    /** @group fpm */
     public function testUnderPhpFpmTheTimeLimitEndsAStreamAndTheWorkerServesOn(): void
     {
         $this->fpm = $fpm = new Fpm(1, self::modelPath());

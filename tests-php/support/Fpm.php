@@ -30,7 +30,7 @@ final class Fpm
     {
         $binary = self::binary();
         if ($binary === null) {
-            throw new \RuntimeException('php-fpm is not installed under /usr/sbin or /usr/local/sbin (make deps installs it)');
+            throw new \RuntimeException('no php-fpm for PHP ' . PHP_VERSION . ' beside ' . PHP_BINARY . ' nor under /usr/sbin or /usr/local/sbin (make deps installs it)');
         }
         $this->owner = getmypid();
         $this->dir = sys_get_temp_dir() . '/infer-fpm-' . getmypid() . '-' . bin2hex(random_bytes(4));
@@ -85,8 +85,12 @@ final class Fpm
 
     public static function binary(): ?string
     {
-        foreach (array_merge(glob('/usr/sbin/php-fpm*') ?: [], glob('/usr/local/sbin/php-fpm*') ?: []) as $path) {
-            if (is_executable($path)) {
+        // The FPM of the PHP running the tests: beside a PHP built from
+        // source (target/php-8.3/sbin), else Debian's for this version.
+        $version = PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION;
+        $candidates = [dirname(PHP_BINARY, 2) . '/sbin/php-fpm', "/usr/sbin/php-fpm$version", "/usr/local/sbin/php-fpm$version"];
+        foreach ($candidates as $path) {
+            if (is_file($path) && is_executable($path)) {
                 return $path;
             }
         }
