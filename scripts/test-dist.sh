@@ -23,6 +23,8 @@ cat >target/test-dist-one.sh <<'ONE'
 set -euo pipefail
 archive=$1
 dir=$(php-config --extension-dir)
+# A PHP built from source with no shared extension has no such directory yet.
+mkdir -p "$dir"
 saved=""
 if [ -e "$dir/infer.so" ]; then
     saved=$(mktemp)
