@@ -43,53 +43,22 @@ function memory(int $pid): array
 }
 
 /**
- * $clients forked clients, each sending its share of $requests one after
- * another through $send (which returns the decoded answer); the latencies
- * (ms), the wall time (s) and the pids that answered.
+ * $clients clients sending $requests through $send (which returns the
+ * decoded answer): the latencies (ms), the wall time (s) and the pids that
+ * answered.
  */
 function drive(int $clients, int $requests, callable $send, string $dir): array
 {
-    $started = hrtime(true);
-    $children = [];
-    for ($c = 0; $c < $clients; $c++) {
-        $pid = pcntl_fork();
-        if ($pid === 0) {
-            $lines = [];
-            for ($i = $c; $i < $requests; $i += $clients) {
-                $t = hrtime(true);
-                $answer = $send($i);
-                $ms = (hrtime(true) - $t) / 1e6;
-                if (!isset($answer['result']) || !is_string($answer['result'])) {
-                    fwrite(STDERR, 'request failed: ' . json_encode($answer) . "\n");
-                    exit(1);
-                }
-                $lines[] = json_encode(['ms' => $ms, 'pid' => $answer['pid']]);
-            }
-            file_put_contents("$dir/client-$c.jsonl", implode("\n", $lines));
-            exit(0);
+    $request = function (int $i) use ($send): ?array {
+        $answer = $send($i);
+        if (!isset($answer['result']) || !is_string($answer['result'])) {
+            fwrite(STDERR, 'request failed: ' . json_encode($answer) . "\n");
+            return null;
         }
-        $children[] = $pid;
-    }
-    $failed = false;
-    foreach ($children as $pid) {
-        pcntl_waitpid($pid, $status);
-        $failed = $failed || pcntl_wexitstatus($status) !== 0;
-    }
-    $wall = (hrtime(true) - $started) / 1e9;
-    if ($failed) {
-        fwrite(STDERR, "a client failed\n");
-        exit(1);
-    }
-    $ms = $pids = [];
-    for ($c = 0; $c < $clients; $c++) {
-        foreach (explode("\n", (string) file_get_contents("$dir/client-$c.jsonl")) as $line) {
-            $r = json_decode($line, true);
-            $ms[] = $r['ms'];
-            $pids[$r['pid']] = true;
-        }
-        unlink("$dir/client-$c.jsonl");
-    }
-    return [$ms, $wall, array_keys($pids)];
+        return ['pid' => $answer['pid']];
+    };
+    [$records, $wall] = fork_clients($clients, $requests, $request, $dir);
+    return [array_column($records, 'ms'), $wall, array_values(array_unique(array_column($records, 'pid')))];
 }
 
 $prompts = ['Name a colour.', 'What is 2+2?', 'Say hello.', 'Name a fruit.'];

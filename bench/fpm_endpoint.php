@@ -47,50 +47,23 @@ function summary(array $ms, float $wall): array
  */
 function drive(Fpm $fpm, int $clients, int $requests, bool $persistent, int $offset = 0, bool $examples = true): array
 {
-    $dir = $fpm->dir;
-    $started = hrtime(true);
-    $children = [];
-    for ($c = 0; $c < $clients; $c++) {
-        $pid = pcntl_fork();
-        if ($pid === 0) {
-            $lines = [];
-            for ($i = $c; $i < $requests; $i += $clients) {
-                $t = hrtime(true);
-                [$body, $stderr] = $fpm->get(ENDPOINT, ['note' => NOTES[($i + $offset) % count(NOTES)], 'persistent' => $persistent ? '1' : '0', 'examples' => $examples ? '1' : '0']);
-                $ms = (hrtime(true) - $t) / 1e6;
-                $r = json_decode($body, true);
-                if (!is_array($r) || !isset($r['data']) || $stderr !== '') {
-                    fwrite(STDERR, "request $i failed: $body $stderr\n");
-                    exit(1);
-                }
-                $lines[] = json_encode(['ms' => $ms, 'pid' => $r['pid'], 'cached' => $r['cached']]);
-            }
-            file_put_contents("$dir/client-$c.jsonl", implode("\n", $lines));
-            exit(0);
+    $request = function (int $i) use ($fpm, $persistent, $offset, $examples): ?array {
+        [$body, $stderr] = $fpm->get(ENDPOINT, ['note' => NOTES[($i + $offset) % count(NOTES)], 'persistent' => $persistent ? '1' : '0', 'examples' => $examples ? '1' : '0']);
+        $r = json_decode($body, true);
+        if (!is_array($r) || !isset($r['data']) || $stderr !== '') {
+            fwrite(STDERR, "request $i failed: $body $stderr\n");
+            return null;
         }
-        $children[] = $pid;
-    }
-    $failed = false;
-    foreach ($children as $pid) {
-        pcntl_waitpid($pid, $status);
-        $failed = $failed || pcntl_wexitstatus($status) !== 0;
-    }
-    $wall = (hrtime(true) - $started) / 1e9;
-    if ($failed) {
-        fwrite(STDERR, "a client failed\n" . $fpm->log());
+        return ['pid' => $r['pid'], 'cached' => $r['cached']];
+    };
+    try {
+        [$records, $wall] = fork_clients($clients, $requests, $request, $fpm->dir);
+    } catch (RuntimeException $e) {
+        fwrite(STDERR, $e->getMessage() . "\n" . $fpm->log());
         exit(1);
     }
-    $ms = $pids = $cached = [];
-    for ($c = 0; $c < $clients; $c++) {
-        foreach (explode("\n", (string) file_get_contents("$dir/client-$c.jsonl")) as $line) {
-            $r = json_decode($line, true);
-            $ms[] = $r['ms'];
-            $pids[$r['pid']] = true;
-            $cached[] = $r['cached'];
-        }
-        unlink("$dir/client-$c.jsonl");
-    }
-    return [$ms, $wall, array_keys($pids), $cached];
+    $pids = array_unique(array_column($records, 'pid'));
+    return [array_column($records, 'ms'), $wall, array_values($pids), array_column($records, 'cached')];
 }
 
 $args = $argv;

@@ -198,3 +198,52 @@ function rss_kb(int $pid): int
     $status = (string) @file_get_contents("/proc/$pid/status");
     return preg_match('/VmRSS:\s+(\d+) kB/', $status, $m) ? (int) $m[1] : -1;
 }
+
+/**
+ * $clients forked clients, client c sending requests c, c + $clients, …
+ * below $requests one after another through $request (which returns the
+ * request's record, or null when it failed: the client then exits with an
+ * error); the records of every client and the wall time (s). Files go to
+ * $dir.
+ *
+ * @return array{list<array>, float}
+ */
+function fork_clients(int $clients, int $requests, callable $request, string $dir): array
+{
+    $started = hrtime(true);
+    $children = [];
+    for ($c = 0; $c < $clients; $c++) {
+        $pid = pcntl_fork();
+        if ($pid === 0) {
+            $lines = [];
+            for ($i = $c; $i < $requests; $i += $clients) {
+                $t = hrtime(true);
+                $record = $request($i);
+                if ($record === null) {
+                    exit(1);
+                }
+                $lines[] = json_encode(['ms' => (hrtime(true) - $t) / 1e6] + $record);
+            }
+            file_put_contents("$dir/client-$c.jsonl", implode("\n", $lines));
+            exit(0);
+        }
+        $children[] = $pid;
+    }
+    $failed = false;
+    foreach ($children as $pid) {
+        pcntl_waitpid($pid, $status);
+        $failed = $failed || pcntl_wexitstatus($status) !== 0;
+    }
+    $wall = (hrtime(true) - $started) / 1e9;
+    if ($failed) {
+        throw new RuntimeException('a client failed');
+    }
+    $records = [];
+    for ($c = 0; $c < $clients; $c++) {
+        foreach (explode("\n", (string) file_get_contents("$dir/client-$c.jsonl")) as $line) {
+            $records[] = json_decode($line, true);
+        }
+        unlink("$dir/client-$c.jsonl");
+    }
+    return [$records, $wall];
+}
