@@ -51,6 +51,15 @@ start)
         group=www-data
     fi
     chown "$user:$group" "$dir" 2>/dev/null || true
+    if [ "$user" != "$(id -un)" ]; then
+        # The threads run as $user: what they open must be reachable by it.
+        for file in "$ext" "$docroot" ${INFER_MODEL:+"$INFER_MODEL"} ${INFER_EMBEDDING_MODEL:+"$INFER_EMBEDDING_MODEL"}; do
+            if ! setpriv --reuid="$user" --regid="$group" --clear-groups test -r "$file"; then
+                echo "apache-zts.sh: $file is not readable by $user, whom Apache's threads run as (a directory above it closed to others?)" >&2
+                exit 1
+            fi
+        done
+    fi
     {
         printf 'extension=%s\n' "$ext"
         echo 'display_errors=stderr'
