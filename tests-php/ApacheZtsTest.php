@@ -283,6 +283,55 @@ final class ApacheZtsTest extends InferTestCase
         $this->assertLessThan(32 * 1024, $growth, 'the child grew by ' . ($growth >> 10) . ' MiB over 752 requests');
     }
 
+    /**
+     * llama.cpp's messages while a load fails go to the error of the request
+     * whose load it was: two files cut at different places, loaded by
+     * threads at once, each error names its own file and its own tensor.
+     */
+    public function testEachRequestGetsItsOwnDiagnostics(): void
+    {
+        $dir = sys_get_temp_dir() . '/infer-apache-diag-' . getmypid();
+        @mkdir($dir, 0755);
+        $bytes = (string) file_get_contents(self::modelPath());
+        $files = ["$dir/early.gguf" => 5_000_000, "$dir/late.gguf" => 60_000_000];
+        foreach ($files as $file => $length) {
+            file_put_contents($file, substr($bytes, 0, $length));
+            chmod($file, 0644);
+        }
+        unset($bytes);
+        // What each file's load says on its own, in this process.
+        $alone = [];
+        foreach (array_keys($files) as $file) {
+            try {
+                Model::load($file);
+                $this->fail("$file loaded");
+            } catch (\Displace\Infer\ModelLoadException $e) {
+                $alone[$file] = $e->getMessage();
+            }
+        }
+        $this->assertNotSame($alone["$dir/early.gguf"], str_replace('late', 'early', $alone["$dir/late.gguf"]), 'the two files fail differently');
+        $apache = $this->start(8);
+        $queries = [];
+        for ($i = 0; $i < 16; $i++) {
+            $queries[] = $i % 4 === 3
+                ? ['case' => 'chat', 'q' => 'Hello']
+                : ['case' => 'bad-load', 'file' => array_keys($files)[$i % 2]];
+        }
+        try {
+            $answers = $apache->getMany($queries);
+        } finally {
+            array_map('unlink', array_keys($files));
+            @rmdir($dir);
+        }
+        foreach ($queries as $i => $query) {
+            if ($query['case'] === 'chat') {
+                $this->assertSame(self::cliAnswer('Hello'), $answers[$i]['json']['result'] ?? null, $answers[$i]['body']);
+                continue;
+            }
+            $this->assertSame('Displace\\Infer\\ModelLoadException: ' . $alone[$query['file']], $answers[$i]['json']['error'] ?? null, "request $i");
+        }
+    }
+
     public function testNothingOfOneRequestReachesAnotherThread(): void
     {
         $apache = $this->start(4);

@@ -38,6 +38,7 @@ try {
             }
             exit;
         })(),
+        'bad-load' => Model::load((string) $_GET['file'], ['n_threads' => 1]),
         'bad-schema' => $model()->chat(Prompt::user($q), maxTokens: 4, options: ['schema' => ['type' => 'string', 'pattern' => '(']]),
         'many' => array_map(fn ($r) => $r->text(), $model()->chatMany([Prompt::user($q), Prompt::user('Say no.'), Prompt::user($q)], maxTokens: $max, nCtx: 256)),
         'embed' => (function () {
