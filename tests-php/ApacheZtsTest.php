@@ -332,6 +332,52 @@ final class ApacheZtsTest extends InferTestCase
         }
     }
 
+    /**
+     * The thread budget (the cores shared by processes and threads, one
+     * flock()ed slot file each in /dev/shm/infer-UID) is given back by every
+     * request: by those that end normally and by those that PHP's time limit
+     * ends in the middle of a generation.
+     */
+    public function testEveryRequestGivesBackItsShareOfTheCores(): void
+    {
+        $uid = posix_getuid() === 0 ? (int) (posix_getpwnam('www-data')['uid'] ?? -1) : posix_getuid();
+        $registry = (is_dir('/dev/shm') ? '/dev/shm' : sys_get_temp_dir()) . "/infer-$uid";
+        $held = function () use ($registry): int {
+            $count = 0;
+            foreach (glob("$registry/slot-*") ?: [] as $slot) {
+                $h = fopen($slot, 'r');
+                if ($h !== false && !flock($h, LOCK_SH | LOCK_NB)) {
+                    $count++;
+                }
+                if ($h !== false) {
+                    fclose($h);
+                }
+            }
+            return $count;
+        };
+        $apache = $this->start(4);
+        $answers = $apache->getMany([
+            ['case' => 'long', 'threads' => 'auto', 'limit' => 1],
+            ['case' => 'chat', 'threads' => 'auto', 'q' => 'Hello', 'max' => 8, 'limit' => 120],
+            ['case' => 'long', 'threads' => 'auto', 'limit' => 1],
+            ['case' => 'chat', 'threads' => 'auto', 'q' => 'Say yes.', 'max' => 8, 'limit' => 120],
+        ]);
+        $this->assertNull($answers[0]['json'], 'ended by its time limit: ' . $answers[0]['body']);
+        $this->assertIsString($answers[1]['json']['result'] ?? null, $answers[1]['body']);
+        $this->assertDirectoryExists($registry, 'the requests shared the cores through the budget');
+        $this->assertNotEmpty(glob("$registry/slot-*"));
+        $deadline = microtime(true) + 2;
+        while ($held() > 0 && microtime(true) < $deadline) {
+            usleep(50000);
+        }
+        $this->assertSame(0, $held(), 'no slot is held once every request has ended');
+        // And the next requests get the cores again.
+        $again = $apache->getMany(array_fill(0, 4, ['case' => 'chat', 'threads' => 'auto', 'q' => 'Hello', 'max' => 8, 'limit' => 120]));
+        foreach ($again as $answer) {
+            $this->assertIsString($answer['json']['result'] ?? null, $answer['body']);
+        }
+    }
+
     public function testNothingOfOneRequestReachesAnotherThread(): void
     {
         $apache = $this->start(4);

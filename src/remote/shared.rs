@@ -71,7 +71,7 @@ fn captured() -> &'static Captured {
     CAPTURED.get_or_init(|| {
         private_dir::startup_temp_dir();
         Captured {
-            vars: process::allowed_env(std::env::vars_os()),
+            vars: process::allowed_env(process::startup_environment().into_iter()),
         }
     })
 }
@@ -334,7 +334,11 @@ fn start(
         .args(&server_args)
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    process::start_clean(&mut supervisor, &captured().vars);
+    // The supervisor shuts every descriptor it was given before anything
+    // else: no pre_exec closure, so that its environment block is `vars`
+    // whatever the PHP executable does with `environ` (see
+    // process::spawn_with_env).
+    process::spawn_with_env(&mut supervisor, &captured().vars);
     let status = supervisor.status().map_err(|e| SharedError::Binary {
         what: "supervisor",
         path: settings.supervisor_binary.clone(),

@@ -13,7 +13,10 @@ $q = (string) ($_GET['q'] ?? 'Hello');
 $max = (int) ($_GET['max'] ?? 8);
 $thread = (string) @readlink('/proc/thread-self');
 $out = ['id' => $id, 'pid' => getmypid(), 'thread' => $thread];
-$options = ['n_threads' => 1, 'persistent' => ($_GET['persistent'] ?? '1') === '1'];
+// n_threads 1 unless ?threads=auto: the machine's cores, shared with the
+// other requests and processes through the thread budget.
+$threads = (string) ($_GET['threads'] ?? '1');
+$options = ['persistent' => ($_GET['persistent'] ?? '1') === '1'] + ($threads === 'auto' ? [] : ['n_threads' => (int) $threads]);
 $model = static fn (): Model => Model::load((string) getenv('INFER_MODEL'), $options);
 if (isset($_GET['limit'])) {
     set_time_limit((int) $_GET['limit']);

@@ -124,7 +124,16 @@ impl std::fmt::Display for DirProblem {
 /// later calls return the same).
 pub fn startup_temp_dir() -> PathBuf {
     static AT_START: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    AT_START.get_or_init(std::env::temp_dir).clone()
+    AT_START
+        .get_or_init(|| {
+            // TMPDIR as the process was started with it (see
+            // process::startup_environment), else /tmp, as std's temp_dir.
+            crate::process::startup_environment()
+                .into_iter()
+                .find(|(name, value)| name == "TMPDIR" && !value.is_empty())
+                .map_or_else(|| PathBuf::from("/tmp"), |(_, value)| PathBuf::from(value))
+        })
+        .clone()
 }
 
 /// This process's effective user.

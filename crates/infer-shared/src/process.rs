@@ -116,6 +116,33 @@ pub const ALLOWED_ENV: &[&str] = &[
     "GGML_VK_VISIBLE_DEVICES",
 ];
 
+/// The environment this process was started with, as `execve` gave it
+/// (`/proc/self/environ`); std's view when that cannot be read.
+///
+/// Not `std::env::vars_os()` alone: an extension that PHP loads with
+/// `RTLD_DEEPBIND` into an executable holding a copy-relocated `environ`
+/// (PHP 8.3 built from source here) binds std's `environ` to libc's own,
+/// unused copy, and sees an empty environment.
+pub fn startup_environment() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(bytes) = std::fs::read("/proc/self/environ") else {
+        return std::env::vars_os().collect();
+    };
+    bytes
+        .split(|&b| b == 0)
+        .filter_map(|entry| {
+            let at = entry.iter().position(|&b| b == b'=')?;
+            let (name, value) = (&entry[..at], &entry[at + 1..]);
+            (!name.is_empty()).then(|| {
+                (
+                    std::ffi::OsStr::from_bytes(name).to_owned(),
+                    std::ffi::OsStr::from_bytes(value).to_owned(),
+                )
+            })
+        })
+        .collect()
+}
+
 /// The allowed variables among `vars`.
 pub fn allowed_env(
     vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
@@ -136,11 +163,7 @@ pub fn start_clean(
     env: &[(std::ffi::OsString, std::ffi::OsString)],
 ) {
     use std::os::unix::process::CommandExt as _;
-    command
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::null())
-        .process_group(0);
+    spawn_with_env(command, env);
     // SAFETY: the closure runs in the child between fork and exec and only
     // makes system calls (close_range, getrlimit, fcntl), which are
     // async-signal-safe. Descriptors are marked close-on-exec rather than
@@ -151,6 +174,27 @@ pub fn start_clean(
             Ok(())
         });
     }
+}
+
+/// Make `command` start with exactly the environment `env`, stdin from
+/// `/dev/null` and a process group of its own, for a program that shuts
+/// the descriptors it was given itself, first thing (infer-serve). Without
+/// a `pre_exec` closure std starts it with `posix_spawn`, which hands it
+/// `env` as its own environment block. With one, std forks, points the
+/// global `environ` at `env` and calls `execvp`, and in a PHP whose
+/// executable holds a copy-relocated `environ` (PHP 8.3 built from source
+/// here) the child was given the live environment instead: a script's
+/// `putenv()` (`LD_PRELOAD`…) reached the supervisor.
+pub fn spawn_with_env(
+    command: &mut std::process::Command,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) {
+    use std::os::unix::process::CommandExt as _;
+    command
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .process_group(0);
 }
 
 /// When descriptors are shut.
@@ -233,6 +277,18 @@ mod tests {
         assert!(child.wait().is_ok());
         assert!(!real.running(), "reaped");
         assert!(ProcessId::me().is_some_and(|me| me.running()));
+    }
+
+    #[test]
+    fn the_startup_environment_is_what_this_process_was_started_with() {
+        let env = startup_environment();
+        let path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone());
+        assert_eq!(path, std::env::var_os("PATH"), "PATH as the process got it");
+        // A variable set afterwards is not in it.
+        assert!(env.iter().all(|(k, _)| k != "INFER_SET_AFTER_START"));
     }
 
     #[test]
