@@ -71,7 +71,7 @@ fn captured() -> &'static Captured {
     CAPTURED.get_or_init(|| {
         private_dir::startup_temp_dir();
         Captured {
-            vars: process::allowed_env(process::startup_environment().into_iter()),
+            vars: process::allowed_env(process::startup_environment().iter().cloned()),
         }
     })
 }

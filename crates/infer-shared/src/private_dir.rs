@@ -129,7 +129,7 @@ pub fn startup_temp_dir() -> PathBuf {
             // TMPDIR as the process was started with it (see
             // process::startup_environment), else /tmp, as std's temp_dir.
             crate::process::startup_environment()
-                .into_iter()
+                .iter()
                 .find(|(name, value)| name == "TMPDIR" && !value.is_empty())
                 .map_or_else(|| PathBuf::from("/tmp"), |(_, value)| PathBuf::from(value))
         })

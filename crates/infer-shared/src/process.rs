@@ -117,30 +117,35 @@ pub const ALLOWED_ENV: &[&str] = &[
 ];
 
 /// The environment this process was started with, as `execve` gave it
-/// (`/proc/self/environ`); std's view when that cannot be read.
+/// (`/proc/self/environ`; std's view when that cannot be read), read once:
+/// the captured variables and the startup TMPDIR both come from it.
 ///
 /// Not `std::env::vars_os()` alone: an extension that PHP loads with
 /// `RTLD_DEEPBIND` into an executable holding a copy-relocated `environ`
 /// (PHP 8.3 built from source here) binds std's `environ` to libc's own,
 /// unused copy, and sees an empty environment.
-pub fn startup_environment() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    use std::os::unix::ffi::OsStrExt as _;
-    let Ok(bytes) = std::fs::read("/proc/self/environ") else {
-        return std::env::vars_os().collect();
-    };
-    bytes
-        .split(|&b| b == 0)
-        .filter_map(|entry| {
-            let at = entry.iter().position(|&b| b == b'=')?;
-            let (name, value) = (&entry[..at], &entry[at + 1..]);
-            (!name.is_empty()).then(|| {
-                (
-                    std::ffi::OsStr::from_bytes(name).to_owned(),
-                    std::ffi::OsStr::from_bytes(value).to_owned(),
-                )
+pub fn startup_environment() -> &'static [(std::ffi::OsString, std::ffi::OsString)] {
+    static AT_START: std::sync::OnceLock<Vec<(std::ffi::OsString, std::ffi::OsString)>> =
+        std::sync::OnceLock::new();
+    AT_START.get_or_init(|| {
+        use std::os::unix::ffi::OsStrExt as _;
+        let Ok(bytes) = std::fs::read("/proc/self/environ") else {
+            return std::env::vars_os().collect();
+        };
+        bytes
+            .split(|&b| b == 0)
+            .filter_map(|entry| {
+                let at = entry.iter().position(|&b| b == b'=')?;
+                let (name, value) = (&entry[..at], &entry[at + 1..]);
+                (!name.is_empty()).then(|| {
+                    (
+                        std::ffi::OsStr::from_bytes(name).to_owned(),
+                        std::ffi::OsStr::from_bytes(value).to_owned(),
+                    )
+                })
             })
-        })
-        .collect()
+            .collect()
+    })
 }
 
 /// The allowed variables among `vars`.
