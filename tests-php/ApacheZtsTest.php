@@ -341,20 +341,8 @@ final class ApacheZtsTest extends InferTestCase
     public function testEveryRequestGivesBackItsShareOfTheCores(): void
     {
         $uid = posix_getuid() === 0 ? (int) (posix_getpwnam('www-data')['uid'] ?? -1) : posix_getuid();
-        $registry = (is_dir('/dev/shm') ? '/dev/shm' : sys_get_temp_dir()) . "/infer-$uid";
-        $held = function () use ($registry): int {
-            $count = 0;
-            foreach (glob("$registry/slot-*") ?: [] as $slot) {
-                $h = fopen($slot, 'r');
-                if ($h !== false && !flock($h, LOCK_SH | LOCK_NB)) {
-                    $count++;
-                }
-                if ($h !== false) {
-                    fclose($h);
-                }
-            }
-            return $count;
-        };
+        $registry = self::slotRegistry($uid);
+        $held = fn (): int => self::heldSlots($registry);
         $apache = $this->start(4);
         $answers = $apache->getMany([
             ['case' => 'long', 'threads' => 'auto', 'limit' => 1],

@@ -32,6 +32,35 @@ abstract class InferTestCase extends TestCase
     /** @var list<string> */
     private array $tempFiles = [];
 
+    /**
+     * The thread budget's registry of the user with $uid: one flock()ed
+     * slot file per core a generation holds (/dev/shm/infer-UID).
+     */
+    protected static function slotRegistry(int $uid): string
+    {
+        $base = is_dir('/dev/shm') ? '/dev/shm' : sys_get_temp_dir();
+        return "$base/infer-$uid";
+    }
+
+    /** How many slots of $registry another process holds right now. */
+    protected static function heldSlots(string $registry): int
+    {
+        $held = 0;
+        foreach (glob($registry . '/slot-*') ?: [] as $slot) {
+            $h = fopen($slot, 'r');
+            if ($h === false) {
+                continue;
+            }
+            if (!flock($h, LOCK_SH | LOCK_NB)) {
+                $held++;
+            } else {
+                flock($h, LOCK_UN);
+            }
+            fclose($h);
+        }
+        return $held;
+    }
+
     protected static function modelPath(): string
     {
         $path = DefaultModel::path();

@@ -15,27 +15,7 @@ final class ThreadSharingTest extends InferTestCase
 {
     private static function registry(): string
     {
-        $base = is_dir('/dev/shm') ? '/dev/shm' : sys_get_temp_dir();
-        return $base . '/infer-' . posix_getuid();
-    }
-
-    /** How many slots another process holds right now. */
-    private static function heldSlots(): int
-    {
-        $held = 0;
-        foreach (glob(self::registry() . '/slot-*') ?: [] as $slot) {
-            $h = fopen($slot, 'r');
-            if ($h === false) {
-                continue;
-            }
-            if (!flock($h, LOCK_SH | LOCK_NB)) {
-                $held++;
-            } else {
-                flock($h, LOCK_UN);
-            }
-            fclose($h);
-        }
-        return $held;
+        return self::slotRegistry(posix_getuid());
     }
 
     /**
@@ -65,7 +45,7 @@ final class ThreadSharingTest extends InferTestCase
         $this->assertSame("go\n", fgets($pipes[1]), 'the generator did not start');
         $maxHeld = 0;
         do {
-            $maxHeld = max($maxHeld, self::heldSlots());
+            $maxHeld = max($maxHeld, self::heldSlots(self::registry()));
             usleep(20000);
             $status = proc_get_status($proc);
         } while ($status['running']);
@@ -74,7 +54,7 @@ final class ThreadSharingTest extends InferTestCase
         fclose($pipes[2]);
         $this->assertSame(0, $status['exitcode'], "generator failed: $stderr");
         proc_close($proc);
-        return ['max_held' => $maxHeld, 'after' => self::heldSlots()];
+        return ['max_held' => $maxHeld, 'after' => self::heldSlots(self::registry())];
     }
 
     public function testAGeneratingProcessHoldsASlotAndReleasesIt(): void
@@ -99,10 +79,10 @@ final class ThreadSharingTest extends InferTestCase
         try {
             $this->assertSame("go\n", fgets($pipes[1]), 'the generator did not start');
             $deadline = microtime(true) + 60;
-            while (self::heldSlots() === 0 && microtime(true) < $deadline) {
+            while (self::heldSlots(self::registry()) === 0 && microtime(true) < $deadline) {
                 usleep(10000);
             }
-            $this->assertSame(1, self::heldSlots(), 'the generator holds its slot');
+            $this->assertSame(1, self::heldSlots(self::registry()), 'the generator holds its slot');
         } finally {
             // Killed on every path: the generator never stops by itself.
             proc_terminate($proc, 9);
@@ -113,7 +93,7 @@ final class ThreadSharingTest extends InferTestCase
             fclose($pipes[2]);
             proc_close($proc);
         }
-        $this->assertSame(0, self::heldSlots(), 'the kernel released the killed process\'s slot');
+        $this->assertSame(0, self::heldSlots(self::registry()), 'the kernel released the killed process\'s slot');
     }
 
     /**
