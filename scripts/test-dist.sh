@@ -42,7 +42,8 @@ if [ "$want" != "$have" ]; then
     exit 1
 fi
 case "$archive" in *-zts.zip) want_zts=1 ;; *) want_zts=0 ;; esac
-have_zts=$(php -r 'echo PHP_ZTS;')
+# PHP 8.4 made PHP_ZTS a bool (false prints as nothing); 8.3 has an int.
+have_zts=$(php -r 'echo (int) PHP_ZTS;')
 if [ "$want_zts" != "$have_zts" ]; then
     echo "error: $archive is for a PHP with ZTS=$want_zts, this PHP has ZTS=$have_zts" >&2
     exit 1
