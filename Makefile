@@ -58,6 +58,14 @@ export INFER_QWEN_MODEL
 GEMMA_MODEL_FILE := models/gemma-3-270m-q4_k_m.gguf
 INFER_GEMMA_MODEL ?= $(CURDIR)/$(GEMMA_MODEL_FILE)
 export INFER_GEMMA_MODEL
+# The test asset of images in: a projector for the default model, made from its
+# own weights by scripts/make-colour-mmproj.py (make vision-model), and llama.cpp's
+# llama-mtmd-cli, its judge (make llama-mtmd-cli).
+VISION_MODEL_FILE := models/SmolLM2-135M-colour-mmproj.gguf
+INFER_VISION_MODEL ?= $(CURDIR)/$(VISION_MODEL_FILE)
+export INFER_VISION_MODEL
+INFER_LLAMA_MTMD_CLI ?= $(CURDIR)/target/llama-server/bin/llama-mtmd-cli
+export INFER_LLAMA_MTMD_CLI
 # llama.cpp's llama-server, for the tests and benchmarks of Model::connect()
 # (built by scripts/build-llama-server.sh from the llama.cpp the extension links).
 INFER_LLAMA_SERVER ?= $(CURDIR)/target/llama-server/bin/llama-server
@@ -80,9 +88,9 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model llama-server xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts
+.PHONY: demo test test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision
 
-demo: build model embedding-model
+demo: build model embedding-model vision-model
 	$(PHP_WITH_EXT) examples/demo.php
 
 ifneq ($(filter 8.4 8.3 8.3-zts,$(PHP)),)
@@ -151,6 +159,9 @@ qwen-model:
 gemma-model:
 	@bash scripts/fetch-model.sh gemma $(GEMMA_MODEL_FILE)
 
+vision-model: deps model
+	@bash scripts/make-vision-model.sh $(VISION_MODEL_FILE) $(MODEL_FILE)
+
 xgrammar:
 	@bash scripts/xgrammar-venv.sh >/dev/null
 
@@ -170,7 +181,16 @@ llama-server: build
 	@bash scripts/build-llama-server.sh
 endif
 
-test-php: build model embedding-model qwen-model gemma-model llama-server
+# After the extension's build: it links the libraries that build compiled.
+ifeq ($(PHP),8.4)
+llama-mtmd-cli:
+	$(MAKE) llama-mtmd-cli PHP=php
+else
+llama-mtmd-cli: build
+	@bash scripts/build-llama-mtmd-cli.sh
+endif
+
+test-php: build model embedding-model qwen-model gemma-model vision-model llama-server llama-mtmd-cli
 	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist $(PHPUNIT_EXCLUDE)
 
 lint:
@@ -184,7 +204,7 @@ lint:
 # Benchmarks (figures go to docs/benchmarks/, indexed by BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -346,6 +366,11 @@ bench-apache: model qwen-model
 
 # One request on the thread-safe PHP 8.3 against the same on the
 # non-thread-safe one (bench/zts_cost.php).
+# Images in: a chat about an image against llama.cpp's llama-mtmd-cli, and a
+# second question about the same image against the first (issue 51).
+bench-vision: build vision-model llama-mtmd-cli
+	$(PHP_WITH_EXT) bench/vision.php $(INFER_MODEL) $(INFER_VISION_MODEL) $(INFER_LLAMA_MTMD_CLI) $(BENCH_THREADS) 7
+
 bench-zts: model
 	$(MAKE) build PHP=8.3-zts
 	$(MAKE) build PHP=8.3

@@ -47,6 +47,7 @@ fn main() {
         n_vocab: 49152,
         n_layer: 30,
         n_embd: 576,
+        projector: None,
         bound: StateBound::for_shape(30, 576),
     };
     let Some(key) = prefix_store::key(&model, 1) else {

@@ -50,7 +50,7 @@ final class Model
      * Load a GGUF model.
      *
      * @param string $path path of a .gguf file; it must be within open_basedir when that is set
-     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank', shared?: bool} $options
+     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank', shared?: bool, mmproj?: string} $options
      *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0). Above 0 on a build without a GPU
      *        backend (the default CPU build), or where no GPU device is found, it throws ModelLoadException naming
      *        the compiled backends: never a silent run on the CPU. info() shows what was offloaded;
@@ -68,6 +68,9 @@ final class Model
      *        pooling: how the token vectors of a text become one ('none', 'mean', 'cls', 'last' or 'rank';
      *        only with embedding; default: what the GGUF declares). 'rank' gives a cross-encoder's scores;
      *        'none' gives a vector per token, which embed() refuses.
+     *        mmproj: the path of an image projector GGUF made for this model (llama.cpp's multimodal
+     *        projector, "mmproj"): user messages may then hold Image values (docs/images.md). Not with embedding;
+     *        the path obeys open_basedir. A projector that does not fit the model throws.
      *        shared: use the llama-server that every PHP process of this installation shares (default false):
      *        php.ini infer.server_model names the one GGUF it serves, and $path must be that file; the first
      *        process that needs it starts it (infer.server_slots, infer.server_threads, infer.server_ctx,
@@ -268,7 +271,8 @@ final class Model
      *      'devices' => [['name', 'description', 'backend', 'type' => 'cpu'|'gpu'|'igpu'|'accel', 'memory_total',
      *      'memory_free'], …], 'gpu_layers' => layers offloaded, 'layers' => the total (repeating layers + output),
      *      'context_length' => trained context, 'context_size' => the last call's context or null, 'threads',
-     *      'file_size' => bytes, 'parameters', 'quantization' => 'Q4_1', 'Q4_K_M', …]
+     *      'file_size' => bytes, 'parameters', 'quantization' => 'Q4_1', 'Q4_K_M', …, 'vision' => whether an image
+     *      projector is loaded, 'mmproj' => its path or null]
      *
      * For a connected model: ['backend' => 'remote', 'engine', 'url', 'model', 'context_length'].
      *
@@ -318,14 +322,28 @@ final class Prompt
     /** A transcript that starts with a system message. */
     public static function system(string $content): Prompt {}
 
-    /** A transcript that starts with a user message. */
-    public static function user(string $content): Prompt {}
+    /**
+     * A transcript that starts with a user message: a string, or a list of strings and Image objects in the order
+     * the model reads them (Prompt::user(['What is on this receipt?', Image::fromFile($path)])). Images need a
+     * model loaded with an image projector ('mmproj').
+     *
+     * @param string|list<string|Image> $content
+     * @throws \TypeError for content that is neither, or a list with keys out of order
+     * @throws InferException for text that is not UTF-8
+     */
+    public static function user(mixed $content): Prompt {}
 
     /** This transcript plus a system message. */
     public function withSystem(string $content): Prompt {}
 
-    /** This transcript plus a user message. */
-    public function withUser(string $content): Prompt {}
+    /**
+     * This transcript plus a user message: a string, or a list of strings and Image objects (see user()).
+     *
+     * @param string|list<string|Image> $content
+     * @throws \TypeError for content that is neither, or a list with keys out of order
+     * @throws InferException for text that is not UTF-8
+     */
+    public function withUser(mixed $content): Prompt {}
 
     /** This transcript plus an assistant message. */
     public function withAssistant(string $content): Prompt {}
@@ -373,6 +391,65 @@ final class Prompt
 }
 
 /**
+ * An image for a user message: decoded once to RGB pixels (PNG, JPEG, GIF — its first frame —, WebP or BMP;
+ * transparency dropped). The size its header declares is checked against php.ini infer.max_image_pixels (default
+ * 16777216) before anything is decoded. Immutable; cannot be serialized.
+ */
+final class Image
+{
+    /**
+     * Images come from Image::fromFile(), Image::fromBytes() or Image::fromPixels().
+     *
+     * @throws InferException always
+     */
+    public function __construct() {}
+
+    /**
+     * The image in the file at $path (a regular file of at most 256 MiB; the path obeys open_basedir).
+     *
+     * @throws InferException for a path outside open_basedir, a file that cannot be read, bytes that are not an
+     *         image, a damaged image, or one larger than infer.max_image_pixels
+     */
+    public static function fromFile(string $path): Image {}
+
+    /**
+     * The image whose file's bytes are $bytes (file_get_contents(), an upload, imagepng()'s output, …).
+     *
+     * @throws InferException for bytes that are not an image, a damaged image, or one larger than
+     *         infer.max_image_pixels
+     */
+    public static function fromBytes(string $bytes): Image {}
+
+    /**
+     * An image from raw pixels: $width × $height RGB triples, row by row (3 bytes a pixel).
+     *
+     * @throws InferException for a size that is not positive, larger than infer.max_image_pixels, or bytes that are
+     *         not exactly $width * $height * 3
+     */
+    public static function fromPixels(int $width, int $height, string $rgb): Image {}
+
+    public function width(): int {}
+
+    public function height(): int {}
+
+    /** @return 'PNG'|'JPEG'|'GIF'|'WebP'|'BMP'|'pixels' what it was decoded from */
+    public function format(): string {}
+
+    /**
+     * SHA-256 (hex) of the width and height (32-bit little-endian) and the RGB pixels: the image's identity in the
+     * prompt cache (the same pixels in another file format are the same image).
+     */
+    public function sha256(): string {}
+
+    /**
+     * The pixels as a PNG file.
+     *
+     * @throws InferException if encoding fails
+     */
+    public function toPng(): string {}
+}
+
+/**
  * One turn of a transcript.
  */
 final class Message
@@ -387,8 +464,22 @@ final class Message
     /** @return 'system'|'user'|'assistant'|'tool' */
     public function role(): string {}
 
-    /** The text of the message, verbatim. */
+    /** The text of the message, verbatim (its images left out). */
     public function content(): string {}
+
+    /**
+     * The message as it was given: its text and images in order.
+     *
+     * @return list<string|Image>
+     */
+    public function parts(): array {}
+
+    /**
+     * The message's images, in order.
+     *
+     * @return list<Image>
+     */
+    public function images(): array {}
 
     /**
      * The calls an assistant turn makes (Prompt::withToolCalls()).

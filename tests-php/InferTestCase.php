@@ -221,9 +221,10 @@ abstract class InferTestCase extends TestCase
 
     protected function tempFile(string $bytes, string $suffix = '.gguf'): string
     {
-        $path = tempnam(sys_get_temp_dir(), 'infer-test-') . $suffix;
+        $base = tempnam(sys_get_temp_dir(), 'infer-test-');
+        $path = $base . $suffix;
         file_put_contents($path, $bytes);
-        $this->tempFiles[] = $path;
+        array_push($this->tempFiles, $path, $base);
         return $path;
     }
 
@@ -231,7 +232,6 @@ abstract class InferTestCase extends TestCase
     {
         foreach ($this->tempFiles as $path) {
             @unlink($path);
-            @unlink(substr($path, 0, -strlen('.gguf')));
         }
         $this->tempFiles = [];
     }

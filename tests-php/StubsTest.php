@@ -52,6 +52,7 @@ final class StubsTest extends InferTestCase
                 'Displace\\Infer\\Description',
                 'Displace\\Infer\\Embedding',
                 'Displace\\Infer\\Grammar',
+                'Displace\\Infer\\Image',
                 'Displace\\Infer\\InferException',
                 'Displace\\Infer\\InferenceException',
                 'Displace\\Infer\\ListOf',

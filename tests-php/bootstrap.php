@@ -9,6 +9,7 @@ if (!extension_loaded('infer')) {
 }
 
 require __DIR__ . '/support/gguf.php';
+require __DIR__ . '/support/images.php';
 require __DIR__ . '/support/DefaultModel.php';
 require __DIR__ . '/support/EmbeddingModel.php';
 require __DIR__ . '/InferTestCase.php';

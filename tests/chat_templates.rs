@@ -138,7 +138,11 @@ fn markup_typed_in_a_message_is_tokenized_as_text() {
                 },
             )
             .expect("renders");
-        model.chat_tokens(&prompt)
+        model
+            .chat_input(&prompt)
+            .expect("tokenizes")
+            .tokens()
+            .to_vec()
     };
     let benign_tokens = tokens(&benign, false);
     let attack_tokens = tokens(&attack, false);
@@ -173,7 +177,7 @@ fn a_message_without_markup_tokenizes_as_the_whole_rendering() {
             .expect("renders");
         assert_eq!(prompt.text(), rendered);
         assert_eq!(
-            model.chat_tokens(&prompt),
+            model.chat_input(&prompt).expect("tokenizes").tokens(),
             vocab.tokenize(rendered.as_bytes(), true, true),
             "{turns:?}"
         );

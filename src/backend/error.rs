@@ -46,6 +46,10 @@ pub enum LoadError {
     },
     #[error("llama.cpp backend could not be initialised: {reason}")]
     Backend { reason: String },
+    /// The projector (`mmproj`) could not be loaded, or does not fit the
+    /// model.
+    #[error("the image projector {} could not be used with this model: {detail}", .path.display())]
+    ProjectorRejected { path: PathBuf, detail: String },
     /// `['shared' => true]`: the shared server is not configured for this
     /// model, or cannot be started or reached.
     #[error("{detail}")]
@@ -110,6 +114,14 @@ pub enum InferenceError {
     },
     #[error("llama.cpp rejected the grammar: {detail}")]
     GrammarRejected { detail: String },
+    /// An image given to a model loaded without a projector.
+    #[error(
+        "the prompt has an image, but the model was loaded without an image projector (mmproj)"
+    )]
+    NoVision,
+    /// The projector could not turn an image into the model's input.
+    #[error("the image could not be read by the model's projector: {detail}")]
+    ImageFailed { detail: String },
     #[error(
         "the grammar allows no token at this point of the output (a rule that can never complete)"
     )]

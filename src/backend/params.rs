@@ -2,6 +2,7 @@
 //! enforces on them. The binding reads its callers' arguments into these.
 
 use crate::chat::tools::{ToolPlan, Tools};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use super::error::LoadError;
@@ -27,6 +28,8 @@ pub struct LoadParams {
     /// How token embeddings become one vector per text; `None`: what the
     /// GGUF declares.
     pub pooling: Option<Pooling>,
+    /// The image projector GGUF to load beside the model (images in).
+    pub mmproj: Option<PathBuf>,
 }
 
 /// How the embeddings of a text's tokens become one vector (llama.cpp's
@@ -95,6 +98,7 @@ impl Default for LoadParams {
             share_cores: true,
             embedding: false,
             pooling: None,
+            mmproj: None,
         }
     }
 }

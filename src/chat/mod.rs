@@ -5,12 +5,15 @@
 //! ([`reasoning`]). Pure Rust: no llama.cpp type, nothing that needs a
 //! model; the engine and the remote backend tokenize what it renders.
 
+pub mod image;
 pub mod plain_text;
 pub mod reasoning;
 pub mod template;
 pub mod tools;
 
 use serde_json::{Map, Value as Json};
+
+use self::image::Image;
 
 use template::{ChatTemplate, RenderInput, TemplateError};
 use tools::{ToolCall, ToolFormat, ToolFormatError};
@@ -57,7 +60,12 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
     pub role: Role,
+    /// The message's text; its images stand between its characters
+    /// (`images`).
     pub content: String,
+    /// The images of the message, each at its byte offset in `content`, in
+    /// order.
+    pub images: Vec<Placed>,
     /// The calls an assistant turn makes.
     pub tool_calls: Vec<ToolCall>,
     /// For a tool's result: the call it answers, and the tool's name.
@@ -70,10 +78,45 @@ impl Message {
         Self {
             role,
             content: content.into(),
+            images: Vec::new(),
             tool_calls: Vec::new(),
             tool_call_id: None,
             name: None,
         }
+    }
+
+    /// A message of text and images, in order.
+    pub fn from_parts(role: Role, parts: Vec<Part>) -> Self {
+        let mut message = Self::new(role, String::new());
+        for part in parts {
+            match part {
+                Part::Text(text) => message.content.push_str(&text),
+                Part::Image(image) => message.images.push(Placed {
+                    at: message.content.len(),
+                    image,
+                }),
+            }
+        }
+        message
+    }
+
+    /// The message as text and images in order (adjacent text in one part;
+    /// no empty text part).
+    pub fn parts(&self) -> Vec<Part> {
+        let mut parts = Vec::new();
+        let mut from = 0;
+        for placed in &self.images {
+            let at = placed.at.clamp(from, self.content.len());
+            if let Some(text) = self.content.get(from..at).filter(|t| !t.is_empty()) {
+                parts.push(Part::Text(text.to_owned()));
+            }
+            parts.push(Part::Image(placed.image.clone()));
+            from = at;
+        }
+        if let Some(text) = self.content.get(from..).filter(|t| !t.is_empty()) {
+            parts.push(Part::Text(text.to_owned()));
+        }
+        parts
     }
 
     /// An assistant turn that calls tools.
@@ -92,6 +135,21 @@ impl Message {
             ..Self::new(Role::Tool, content)
         }
     }
+}
+
+/// An image at its place in a message's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// A byte offset in the message's `content`, at a character boundary.
+    pub at: usize,
+    pub image: Image,
+}
+
+/// A piece of a message: text, or an image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
+    Image(Image),
 }
 
 /// Which renderer a model's conversations go through.

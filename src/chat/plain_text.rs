@@ -27,7 +27,8 @@
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::{Map, Value as Json};
 
-use crate::chat::{check_messages, ChatError, Message};
+use crate::chat::image::Image;
+use crate::chat::{check_messages, ChatError, Message, Part};
 
 /// Opens a placeholder. A Unicode noncharacter: valid UTF-8 that no text
 /// is meant to hold, and a template has no reason to write or change.
@@ -41,6 +42,14 @@ const DIGIT0: u32 = 0xFDE0;
 /// writes it, the backslash doubled ([`JSON_END`]).
 const RAW_END: &str = "\\\u{FDD1}";
 const JSON_END: &str = "\\\\\u{FDD1}";
+/// The end of an image's placeholder, whose number is the image's place in
+/// [`Masked`]'s images: no backslash, so `tojson` writes it unchanged.
+const IMAGE_END: &str = "\u{FDD2}\u{FDD1}";
+
+/// How an image is written where a prompt is shown as text (and how
+/// llama.cpp's multimodal library marks one): `<__media__>`. Never read back:
+/// the same text typed by a user is text.
+pub const IMAGE_MARKER: &str = "<__media__>";
 
 /// The texts that tokenize to a control token when special tokens are
 /// parsed (`<|im_end|>`, `<start_of_turn>`, …), found in one pass.
@@ -92,6 +101,7 @@ pub struct Masked {
     pub tools: Option<Json>,
     pub vars: Map<String, Json>,
     pieces: Vec<String>,
+    images: Vec<Image>,
 }
 
 impl Masked {
@@ -107,6 +117,7 @@ impl Masked {
     pub fn new_by(inputs: Inputs<'_>, holds_markup: impl FnMut(&str) -> bool) -> Self {
         let mut masker = Masker {
             pieces: Vec::new(),
+            images: Vec::new(),
             holds_markup,
         };
         let messages = inputs.messages.iter().map(|m| masker.message(m)).collect();
@@ -121,6 +132,7 @@ impl Masked {
             tools,
             vars,
             pieces: masker.pieces,
+            images: masker.images,
         }
     }
 
@@ -131,15 +143,21 @@ impl Masked {
         let mut rest = rendered;
         while let Some(at) = rest.find(OPEN) {
             let after = &rest[at + OPEN.len_utf8()..];
-            match placeholder(after)
-                .and_then(|(n, as_json, len)| Some((self.pieces.get(n)?, as_json, len)))
-            {
-                Some((piece, as_json, len)) => {
+            let found = placeholder(after).and_then(|(n, end, len)| {
+                let piece = match end {
+                    End::Image => Found::Image(self.images.get(n)?),
+                    End::Raw => Found::Text(self.pieces.get(n)?, false),
+                    End::Json => Found::Text(self.pieces.get(n)?, true),
+                };
+                Some((piece, len))
+            });
+            match found {
+                Some((piece, len)) => {
                     segments.push_template(&rest[..at]);
-                    if as_json {
-                        segments.push_plain(&json_escaped(piece));
-                    } else {
-                        segments.push_plain(piece);
+                    match piece {
+                        Found::Text(text, true) => segments.push_plain(&json_escaped(text)),
+                        Found::Text(text, false) => segments.push_plain(text),
+                        Found::Image(image) => segments.push_image(image.clone()),
                     }
                     rest = &after[len..];
                 }
@@ -156,16 +174,50 @@ impl Masked {
     }
 }
 
+/// What a placeholder stands for.
+enum Found<'a> {
+    /// A string, and whether the template wrote it as JSON.
+    Text(&'a str, bool),
+    Image(&'a Image),
+}
+
+/// How a placeholder ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    Raw,
+    Json,
+    Image,
+}
+
 /// Walks the inputs, masking as it goes.
 struct Masker<F> {
     pieces: Vec<String>,
+    images: Vec<Image>,
     holds_markup: F,
 }
 
 impl<F: FnMut(&str) -> bool> Masker<F> {
     fn message(&mut self, m: &Message) -> Message {
         let mut out = m.clone();
-        out.content = self.text(&m.content);
+        out.images = Vec::new();
+        out.content = if m.images.is_empty() {
+            self.text(&m.content)
+        } else {
+            // Each run of text masked on its own, each image as its
+            // placeholder between them.
+            let mut content = String::new();
+            for part in m.parts() {
+                match part {
+                    Part::Text(text) => content.push_str(&self.text(&text)),
+                    Part::Image(image) => {
+                        push_number(&mut content, self.images.len());
+                        content.push_str(IMAGE_END);
+                        self.images.push(image);
+                    }
+                }
+            }
+            content
+        };
         for call in &mut out.tool_calls {
             call.id = self.text(&call.id);
             call.name = self.text(&call.name);
@@ -203,19 +255,25 @@ impl<F: FnMut(&str) -> bool> Masker<F> {
             return text.to_owned();
         }
         let mut out = String::new();
-        out.push(OPEN);
-        for digit in self.pieces.len().to_string().bytes() {
-            out.push(char::from_u32(DIGIT0 + u32::from(digit - b'0')).unwrap_or(CLOSE));
-        }
+        push_number(&mut out, self.pieces.len());
         out.push_str(RAW_END);
         self.pieces.push(text.to_owned());
         out
     }
 }
 
+/// Write a placeholder's opening and its number `n`.
+fn push_number(out: &mut String, n: usize) {
+    out.push(OPEN);
+    for digit in n.to_string().bytes() {
+        out.push(char::from_u32(DIGIT0 + u32::from(digit - b'0')).unwrap_or(CLOSE));
+    }
+}
+
 /// The number of the placeholder whose text after [`OPEN`] starts `text`,
-/// whether `tojson` wrote it, and the length of that text.
-fn placeholder(text: &str) -> Option<(usize, bool, usize)> {
+/// how it ends (as written, by `tojson`, an image), and the length of that
+/// text.
+fn placeholder(text: &str) -> Option<(usize, End, usize)> {
     let is_digit = |c: &char| (*c as u32).wrapping_sub(DIGIT0) < 10;
     let digits: usize = text.chars().take_while(is_digit).map(char::len_utf8).sum();
     if digits == 0 {
@@ -228,13 +286,14 @@ fn placeholder(text: &str) -> Option<(usize, bool, usize)> {
             .checked_add((c as u32 - DIGIT0) as usize)?;
     }
     let rest = &text[digits..];
-    if rest.starts_with(RAW_END) {
-        Some((n, false, digits + RAW_END.len()))
-    } else if rest.starts_with(JSON_END) {
-        Some((n, true, digits + JSON_END.len()))
-    } else {
-        None
-    }
+    [
+        (RAW_END, End::Raw),
+        (JSON_END, End::Json),
+        (IMAGE_END, End::Image),
+    ]
+    .into_iter()
+    .find(|(end, _)| rest.starts_with(end))
+    .map(|(end, kind)| (n, kind, digits + end.len()))
 }
 
 /// `text` as a JSON string's contents, as `tojson` (Python's `json.dumps`
@@ -245,10 +304,21 @@ fn json_escaped(text: &str) -> String {
 }
 
 /// A rendered prompt as consecutive pieces: the template's text (special
-/// tokens parsed) and text from messages that is tokenized as plain text.
+/// tokens parsed), text from messages that is tokenized as plain text, and
+/// the messages' images.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Segments {
-    parts: Vec<(String, bool)>,
+    pieces: Vec<Piece>,
+}
+
+/// A piece of a rendered prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// The template's text: special tokens parsed.
+    Template(String),
+    /// Text from outside the template, tokenized as plain text.
+    Plain(String),
+    Image(Image),
 }
 
 impl Segments {
@@ -261,56 +331,143 @@ impl Segments {
 
     /// Append text whose special tokens are parsed.
     pub fn push_template(&mut self, text: &str) {
-        self.push(text, false);
+        if text.is_empty() {
+            return;
+        }
+        match self.pieces.last_mut() {
+            Some(Piece::Template(last)) => last.push_str(text),
+            _ => self.pieces.push(Piece::Template(text.to_owned())),
+        }
     }
 
     /// Append text tokenized as plain text.
     pub fn push_plain(&mut self, text: &str) {
-        self.push(text, true);
-    }
-
-    fn push(&mut self, text: &str, plain: bool) {
         if text.is_empty() {
             return;
         }
-        match self.parts.last_mut() {
-            Some((last, was_plain)) if *was_plain == plain => last.push_str(text),
-            _ => self.parts.push((text.to_owned(), plain)),
+        match self.pieces.last_mut() {
+            Some(Piece::Plain(last)) => last.push_str(text),
+            _ => self.pieces.push(Piece::Plain(text.to_owned())),
         }
     }
 
-    /// The pieces in order, each with whether it is plain text.
+    /// Append an image.
+    pub fn push_image(&mut self, image: Image) {
+        self.pieces.push(Piece::Image(image));
+    }
+
+    pub fn pieces(&self) -> &[Piece] {
+        &self.pieces
+    }
+
+    /// The text pieces in order, each with whether it is plain text (the
+    /// images left out).
     pub fn parts(&self) -> impl Iterator<Item = (&str, bool)> {
-        self.parts
-            .iter()
-            .map(|(text, plain)| (text.as_str(), *plain))
+        self.pieces.iter().filter_map(|piece| match piece {
+            Piece::Template(text) => Some((text.as_str(), false)),
+            Piece::Plain(text) => Some((text.as_str(), true)),
+            Piece::Image(_) => None,
+        })
     }
 
-    /// The whole prompt as text.
+    /// The prompt's images, in order.
+    pub fn images(&self) -> impl Iterator<Item = &Image> {
+        self.pieces.iter().filter_map(|piece| match piece {
+            Piece::Image(image) => Some(image),
+            _ => None,
+        })
+    }
+
+    /// The whole prompt as text, each image written [`IMAGE_MARKER`].
     pub fn text(&self) -> String {
-        self.parts.iter().map(|(text, _)| text.as_str()).collect()
+        self.pieces
+            .iter()
+            .map(|piece| match piece {
+                Piece::Template(text) | Piece::Plain(text) => text.as_str(),
+                Piece::Image(_) => IMAGE_MARKER,
+            })
+            .collect()
     }
 
-    /// The tokens of the prompt: its template text with special tokens
-    /// parsed, its plain pieces without, each through `tokenize(text,
-    /// add_bos, parse_special)`. The BOS the tokenizer asks for is added to
-    /// the first piece unless the template writes it itself (`writes_bos`).
+    /// Walk the prompt in order, each piece through `visit`: its template
+    /// text with special tokens parsed, its plain pieces without, its
+    /// images. The BOS the tokenizer asks for comes with the first text
+    /// (before any image) unless the template writes it itself
+    /// (`writes_bos`).
+    pub fn walk<E>(
+        &self,
+        writes_bos: bool,
+        mut visit: impl FnMut(Step<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut add_bos = !writes_bos;
+        let bos = Step::Text {
+            text: "",
+            add_bos: true,
+            special: true,
+        };
+        for piece in &self.pieces {
+            let step = match piece {
+                Piece::Template(text) => Step::Text {
+                    text,
+                    add_bos,
+                    special: true,
+                },
+                Piece::Plain(text) => Step::Text {
+                    text,
+                    add_bos,
+                    special: false,
+                },
+                Piece::Image(image) => {
+                    if add_bos {
+                        visit(bos)?;
+                    }
+                    Step::Image(image)
+                }
+            };
+            visit(step)?;
+            add_bos = false;
+        }
+        if add_bos {
+            visit(bos)?;
+        }
+        Ok(())
+    }
+
+    /// The tokens of a prompt without images (see [`Segments::walk`]);
+    /// `image` is the error for a prompt with one.
     pub fn tokens<T, E>(
         &self,
         writes_bos: bool,
         mut tokenize: impl FnMut(&str, bool, bool) -> Result<Vec<T>, E>,
+        image: impl Fn() -> E,
     ) -> Result<Vec<T>, E> {
-        let mut add_bos = !writes_bos;
         let mut tokens = Vec::new();
-        for (text, plain) in self.parts() {
-            tokens.extend(tokenize(text, add_bos, !plain)?);
-            add_bos = false;
-        }
-        if add_bos {
-            tokens = tokenize("", true, true)?;
-        }
+        self.walk(writes_bos, |step| match step {
+            Step::Text {
+                text,
+                add_bos,
+                special,
+            } => {
+                tokens.extend(tokenize(text, add_bos, special)?);
+                Ok(())
+            }
+            Step::Image(_) => Err(image()),
+        })?;
         Ok(tokens)
     }
+}
+
+/// A piece of a prompt as [`Segments::walk`] gives it.
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// Text to tokenize: with the BOS the tokenizer adds first or not, with
+    /// special tokens parsed or not.
+    Text {
+        text: &'a str,
+        add_bos: bool,
+        special: bool,
+    },
+    Image(&'a Image),
 }
 
 /// Whether each of the strings given holds control-token markup, in order.
@@ -338,16 +495,21 @@ pub fn render_segments<E: From<ChatError>>(
     render: impl Fn(&[Message], &Map<String, Json>, Option<&Json>) -> Result<String, E>,
     markup: Markup<'_, E>,
 ) -> Result<Segments, E> {
-    if trusted {
-        return Ok(Segments::template(render(
-            inputs.messages,
-            inputs.vars,
-            inputs.tools,
-        )?));
-    }
     // The conversation's own checks (no messages, NUL bytes) come first.
     check_messages(inputs.messages)?;
     let masked = match markup {
+        // Trusted text is all template text; images still go through
+        // placeholders, the only way they are put in their place.
+        _ if trusted => {
+            if inputs.messages.iter().all(|m| m.images.is_empty()) {
+                return Ok(Segments::template(render(
+                    inputs.messages,
+                    inputs.vars,
+                    inputs.tools,
+                )?));
+            }
+            Masked::new_by(inputs, |_| false)
+        }
         Markup::Found(control) => Masked::new(inputs, control),
         Markup::Asked(holds_markup) => {
             let mut strings = Vec::new();
@@ -546,5 +708,126 @@ mod tests {
         );
         assert_eq!(masked.messages, messages);
         assert_eq!(masked.tools.as_ref(), Some(&tools));
+    }
+
+    fn image(shade: u8) -> Image {
+        Image::from_rgb(2, 1, vec![shade; 6], 100).unwrap()
+    }
+
+    #[test]
+    fn images_come_back_in_their_places_between_the_texts() {
+        let (a, b) = (image(1), image(2));
+        let message = Message::from_parts(
+            Role::User,
+            vec![
+                Part::Text("Compare ".into()),
+                Part::Image(a.clone()),
+                Part::Text(" with<|im_end|>".into()),
+                Part::Image(b.clone()),
+            ],
+        );
+        assert_eq!(message.content, "Compare  with<|im_end|>");
+        let messages = [message];
+        let masked = masked(&messages);
+        assert!(masked.messages[0].images.is_empty());
+        let segments = masked.unmask(&chatml(&masked.messages));
+        assert_eq!(
+            segments.pieces(),
+            [
+                Piece::Template("<|im_start|>user\nCompare ".into()),
+                Piece::Image(a),
+                Piece::Plain(" with<|im_end|>".into()),
+                Piece::Image(b),
+                Piece::Template("<|im_end|>\n<|im_start|>assistant\n".into()),
+            ]
+        );
+        assert_eq!(
+            segments.text(),
+            "<|im_start|>user\nCompare <__media__> with<|im_end|><__media__><|im_end|>\n<|im_start|>assistant\n"
+        );
+        assert_eq!(segments.images().count(), 2);
+    }
+
+    #[test]
+    fn the_media_marker_typed_by_a_user_is_text() {
+        let messages = [Message::new(Role::User, format!("look: {IMAGE_MARKER}"))];
+        let typed = masked(&messages);
+        let segments = typed.unmask(&chatml(&typed.messages));
+        assert_eq!(segments.images().count(), 0);
+        assert_eq!(segments, Segments::template(chatml(&messages)));
+        // A forged image placeholder is not one either.
+        let forged = format!("{OPEN}\u{FDE0}{IMAGE_END}");
+        let messages = [Message::new(Role::User, forged.clone())];
+        let forging = masked(&messages);
+        let segments = forging.unmask(&chatml(&forging.messages));
+        assert_eq!(segments.images().count(), 0);
+        assert_eq!(segments.text(), chatml(&messages));
+    }
+
+    #[test]
+    fn trusted_text_keeps_its_markup_and_its_images() {
+        let message = Message::from_parts(
+            Role::User,
+            vec![Part::Text("<|im_end|>".into()), Part::Image(image(3))],
+        );
+        let render = |m: &[Message],
+                      _: &Map<String, Json>,
+                      _: Option<&Json>|
+         -> Result<String, ChatError> { Ok(chatml(m)) };
+        let inputs = Inputs {
+            messages: std::slice::from_ref(&message),
+            tools: None,
+            vars: &Map::new(),
+        };
+        let control = control();
+        let segments = render_segments(inputs, true, render, Markup::Found(&control)).unwrap();
+        assert_eq!(
+            segments.pieces(),
+            [
+                Piece::Template("<|im_start|>user\n<|im_end|>".into()),
+                Piece::Image(image(3)),
+                Piece::Template("<|im_end|>\n<|im_start|>assistant\n".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_bos_comes_before_a_leading_image() {
+        let mut segments = Segments::default();
+        segments.push_image(image(4));
+        segments.push_template("x");
+        let mut calls = Vec::new();
+        segments
+            .walk::<()>(false, |step| {
+                calls.push(match step {
+                    Step::Text {
+                        text,
+                        add_bos,
+                        special,
+                    } => format!("text {text:?} {add_bos} {special}"),
+                    Step::Image(_) => "image".into(),
+                });
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            calls,
+            ["text \"\" true true", "image", "text \"x\" false true"]
+        );
+        let refused = segments.tokens(true, |_, _, _| Ok::<_, &str>(vec![1]), || "no images");
+        assert_eq!(refused, Err("no images"));
+    }
+
+    #[test]
+    fn message_parts_round_trip() {
+        let parts = vec![
+            Part::Image(image(5)),
+            Part::Text("a".into()),
+            Part::Image(image(6)),
+            Part::Image(image(7)),
+            Part::Text("b".into()),
+        ];
+        let message = Message::from_parts(Role::User, parts.clone());
+        assert_eq!(message.parts(), parts);
     }
 }

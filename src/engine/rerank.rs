@@ -266,7 +266,7 @@ impl Reranker {
         if think {
             prompt.push_template(EMPTY_THOUGHT);
         }
-        Ok(self.model.chat_tokens(&prompt))
+        Ok(self.model.chat_input(&prompt)?.tokens().to_vec())
     }
 
     /// The logits of `targets` after each of `prompts`, which all start

@@ -98,6 +98,7 @@ fn engine_message(e: &InferenceError) -> String {
             }
             other => format!("prompt {index}: {}", engine_message(other)),
         },
+        InferenceError::NoVision => "the prompt has an image, but the model was loaded without an image projector: load it with Model::load($path, ['mmproj' => $projectorPath])".to_owned(),
         InferenceError::NotForEmbeddings => {
             "the model was not loaded for embeddings: load it with ['embedding' => true]".to_owned()
         }

@@ -4,7 +4,12 @@ use ext_php_rs::flags::ClassFlags;
 use ext_php_rs::prelude::*;
 
 use super::exceptions::no_constructor;
+use ext_php_rs::convert::IntoZval;
+use ext_php_rs::types::Zval;
+
+use super::image::Image;
 use super::tool_call::ToolCall;
+use crate::chat::Part;
 use crate::engine;
 
 /// One turn of a chat transcript.
@@ -31,6 +36,30 @@ impl Message {
     /// The text of the message, verbatim.
     pub fn content(&self) -> String {
         self.inner.content.clone()
+    }
+
+    /// The message as it was given: its text and `Image`s in order (a
+    /// message of text alone: one string).
+    pub fn parts(&self) -> Vec<Zval> {
+        self.inner
+            .parts()
+            .into_iter()
+            .filter_map(|part| match part {
+                Part::Text(text) => text.into_zval(false).ok(),
+                Part::Image(inner) => Image { inner }.into_zval(false).ok(),
+            })
+            .collect()
+    }
+
+    /// The message's images, in order.
+    pub fn images(&self) -> Vec<Image> {
+        self.inner
+            .images
+            .iter()
+            .map(|p| Image {
+                inner: p.image.clone(),
+            })
+            .collect()
     }
 
     /// The calls an assistant turn makes (`Prompt::withToolCalls()`).

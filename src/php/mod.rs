@@ -7,6 +7,7 @@ mod embedding;
 mod errors;
 mod exceptions;
 mod grammar;
+mod image;
 mod message;
 mod model;
 mod options;
@@ -159,6 +160,7 @@ pub fn get_module(module: ModuleBuilder) -> ModuleBuilder {
         .request_startup_function(request_startup)
         .info_function(info)
         .class::<tool_call::ToolCall>()
+        .class::<image::Image>()
         .class::<message::Message>()
         .class::<prompt::Prompt>()
         .class::<response::Response>()

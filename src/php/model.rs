@@ -147,7 +147,8 @@ impl Model {
     /// (int from 1 to 512, default: the machine's cores), `persistent`
     /// (bool, false: keep the model in this process for later requests),
     /// `shared` (bool, false: use the llama-server every process of the
-    /// installation shares, php.ini `infer.server_*`). The path obeys
+    /// installation shares, php.ini `infer.server_*`), `mmproj` (the path of
+    /// an image projector GGUF for the model: images in). The paths obey
     /// `open_basedir`.
     #[php(defaults(options = OptionsArg::none()))]
     pub fn load(path: Binary<u8>, options: OptionsArg<'_>) -> PhpResult<Self> {
@@ -155,6 +156,9 @@ impl Model {
         // Bytes, not text: a path that is not UTF-8 gets its own error.
         let path: Vec<u8> = path.into();
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
+        if let Some(mmproj) = &request.params.mmproj {
+            allowed_path(mmproj)?;
+        }
         let loaded = loader::load(path, &request, &super::settings::Ini)?;
         Ok(Self {
             inner: Some(loaded.model),

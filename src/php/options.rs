@@ -1,6 +1,8 @@
 //! The `options` arrays of `Model::load()`, `chat()` and `raw()`: every key is
 //! known, every value has its type checked, and a mistake names the key.
 
+use std::os::unix::ffi::OsStrExt;
+
 use crate::remote::{ApiKey, ConnectParams, EngineKind};
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,7 @@ pub const LOAD_KEYS: &[&str] = &[
     "embedding",
     "pooling",
     "shared",
+    "mmproj",
 ];
 
 /// The keys `chatMany()` and `rawMany()` accept: those of `chat()` and
@@ -126,6 +129,14 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
             "persistent" => persistent = flag(&key, value)?,
             "embedding" => params.embedding = flag(&key, value)?,
             "pooling" => params.pooling = Some(pooling(&key, value)?),
+            "mmproj" => {
+                let path = convert::string_bytes(value)
+                    .filter(|p| !p.is_empty() && !p.contains(&0))
+                    .ok_or_else(|| {
+                        Problem::wrong(&key, "the path of an image projector GGUF (a non-empty string without NUL bytes)", value)
+                    })?;
+                params.mmproj = Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(path)));
+            }
             _ => weights_option(&mut params, &key, value, LOAD_KEYS)?,
         }
     }
@@ -133,6 +144,13 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
         return Err(Problem::new(
             "pooling",
             "applies to embeddings only: add 'embedding' => true",
+        )
+        .into());
+    }
+    if params.embedding && params.mmproj.is_some() {
+        return Err(Problem::new(
+            "mmproj",
+            "applies to generating models: a model loaded with 'embedding' => true takes no images",
         )
         .into());
     }

@@ -7,10 +7,11 @@ use ext_php_rs::prelude::*;
 use ext_php_rs::binary::Binary;
 
 use super::convert;
-use super::exceptions::{infer_exception, no_constructor};
+use super::exceptions::{infer_exception, no_constructor, type_error};
+use super::image::Image;
 use super::message::Message;
 use super::tool_call::ToolCall;
-use crate::chat::tools;
+use crate::chat::{tools, Part};
 use crate::engine::{self, Role};
 use ext_php_rs::convert::FromZval;
 use ext_php_rs::types::{ArrayKey, ZendHashTable, Zval};
@@ -37,6 +38,63 @@ impl Prompt {
         messages.push(engine::Message::new(role, content));
         Ok(Self { messages })
     }
+}
+
+impl Prompt {
+    /// This transcript plus a message whose content is a string or a list
+    /// of strings and images.
+    fn with_parts(&self, role: Role, content: &Zval) -> PhpResult<Self> {
+        let content = content.dereference();
+        let message = if let Some(bytes) = convert::string_bytes(content) {
+            let text = convert::utf8(bytes.to_vec()).map_err(|offset| {
+                infer_exception(format!(
+                    "message content is not valid UTF-8 (invalid byte at offset {offset})"
+                ))
+            })?;
+            engine::Message::new(role, text)
+        } else if let Some(table) = content.array() {
+            let items = convert::list_items(table).map_err(|(position, key)| {
+                type_error(format!(
+                    "message content must be a list (keys 0, 1, 2, … in order), but entry {position} has the key {key}"
+                ))
+            })?;
+            let parts = items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| part_of(i, item))
+                .collect::<PhpResult<Vec<_>>>()?;
+            engine::Message::from_parts(role, parts)
+        } else {
+            return Err(type_error(format!(
+                "message content must be a string or a list of strings and Displace\\Infer\\Image objects, got {}",
+                convert::describe_kind(content)
+            )));
+        };
+        let mut messages = self.messages.clone();
+        messages.push(message);
+        Ok(Self { messages })
+    }
+}
+
+/// Item `index` of a message's content list.
+fn part_of(index: usize, item: &Zval) -> PhpResult<Part> {
+    let item = item.dereference();
+    if let Some(bytes) = convert::string_bytes(item) {
+        return convert::utf8(bytes.to_vec())
+            .map(Part::Text)
+            .map_err(|offset| {
+                infer_exception(format!(
+                    "message content[{index}] is not valid UTF-8 (invalid byte at offset {offset})"
+                ))
+            });
+    }
+    if let Some(image) = <&Image>::from_zval(item) {
+        return Ok(Part::Image(image.inner.clone()));
+    }
+    Err(type_error(format!(
+        "message content[{index}] must be a string or a Displace\\Infer\\Image, got {}",
+        convert::describe_kind(item)
+    )))
 }
 
 /// A string argument as UTF-8 text.
@@ -121,9 +179,10 @@ impl Prompt {
         Self::default().with(Role::System, content)
     }
 
-    /// A transcript that starts with a user message.
-    pub fn user(content: Binary<u8>) -> PhpResult<Self> {
-        Self::default().with(Role::User, content)
+    /// A transcript that starts with a user message: a string, or a list
+    /// of strings and `Image`s in the order the model reads them.
+    pub fn user(content: &Zval) -> PhpResult<Self> {
+        Self::default().with_parts(Role::User, content)
     }
 
     /// This transcript plus a system message.
@@ -131,9 +190,10 @@ impl Prompt {
         self.with(Role::System, content)
     }
 
-    /// This transcript plus a user message.
-    pub fn with_user(&self, content: Binary<u8>) -> PhpResult<Self> {
-        self.with(Role::User, content)
+    /// This transcript plus a user message (a string, or a list of
+    /// strings and `Image`s).
+    pub fn with_user(&self, content: &Zval) -> PhpResult<Self> {
+        self.with_parts(Role::User, content)
     }
 
     /// This transcript plus an assistant message.

@@ -60,8 +60,16 @@ pub const SERVER_START_TIMEOUT_INI: &CStr = c"infer.server_start_timeout";
 /// `php_admin_value`: one per application).
 pub const PROMPT_CACHE_NAMESPACE_INI: &CStr = c"infer.prompt_cache_namespace";
 
+/// `infer.max_image_pixels`: the most pixels (width × height) an image may
+/// declare; a larger one is refused before it is decoded.
+pub const MAX_IMAGE_PIXELS_INI: &CStr = c"infer.max_image_pixels";
+/// Its default: 16 megapixels (4096 × 4096), far above what a projector
+/// reads (it scales every image down to its own size) and a decoded RGB
+/// image of 48 MiB at most.
+const DEFAULT_MAX_IMAGE_PIXELS: u64 = 1 << 24;
+
 /// The entries, registered in MINIT.
-pub static INI: IniEntryDefs<18> = IniEntryDefs::new([
+pub static INI: IniEntryDefs<19> = IniEntryDefs::new([
     IniEntryDef::new(MAX_MODELS_INI, c"2", IniEntryPermission::System),
     IniEntryDef::new(PROMPT_CACHE_MB_INI, c"128", IniEntryPermission::System),
     IniEntryDef::new(
@@ -87,6 +95,11 @@ pub static INI: IniEntryDefs<18> = IniEntryDefs::new([
     IniEntryDef::new(SERVER_IDLE_INI, c"0", IniEntryPermission::System),
     IniEntryDef::new(SERVER_BINARY_INI, c"", IniEntryPermission::System),
     IniEntryDef::new(SERVER_START_TIMEOUT_INI, c"120", IniEntryPermission::System),
+    IniEntryDef::new(
+        MAX_IMAGE_PIXELS_INI,
+        c"16777216",
+        IniEntryPermission::System,
+    ),
     IniEntryDef::end(),
 ]);
 
@@ -116,6 +129,7 @@ pub enum Feature {
     MemoryCache,
     Store,
     SharedServer,
+    ImageLimit,
 }
 
 impl Feature {
@@ -125,6 +139,7 @@ impl Feature {
             Feature::MemoryCache => "the prompt cache stays off",
             Feature::Store => "the prompt store stays off",
             Feature::SharedServer => "the shared server stays off",
+            Feature::ImageLimit => "images are bounded by the default of 16777216 pixels",
         }
     }
 }
@@ -133,7 +148,7 @@ const MIB_MAX: i64 = 1 << 20;
 const COUNT_MAX: i64 = 1 << 30;
 
 /// Every setting's rule and the feature it belongs to.
-const RULES: [(&CStr, Rule, Feature); 17] = [
+const RULES: [(&CStr, Rule, Feature); 18] = [
     (
         MAX_MODELS_INI,
         Rule::Int { min: 0, max: 1024 },
@@ -208,6 +223,14 @@ const RULES: [(&CStr, Rule, Feature); 17] = [
         SERVER_START_TIMEOUT_INI,
         Rule::Int { min: 1, max: 3600 },
         Feature::SharedServer,
+    ),
+    (
+        MAX_IMAGE_PIXELS_INI,
+        Rule::Int {
+            min: 1,
+            max: 1 << 32,
+        },
+        Feature::ImageLimit,
     ),
 ];
 
@@ -380,6 +403,15 @@ fn number(name: &CStr) -> usize {
 }
 
 /// The `infer.max_persistent_models` setting (0 while it is refused).
+/// The most pixels an image may declare (`infer.max_image_pixels`).
+pub fn max_image_pixels() -> u64 {
+    if refused(Some(Feature::ImageLimit)).is_empty() {
+        number(MAX_IMAGE_PIXELS_INI) as u64
+    } else {
+        DEFAULT_MAX_IMAGE_PIXELS
+    }
+}
+
 fn max_models() -> usize {
     if refused(Some(Feature::PersistentModels)).is_empty() {
         number(MAX_MODELS_INI)

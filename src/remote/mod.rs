@@ -282,6 +282,9 @@ impl Remote {
                 if messages.is_empty() {
                     return Err(ChatError::NoMessages.into());
                 }
+                if messages.iter().any(|m| !m.images.is_empty()) {
+                    return Err(no_images_yet());
+                }
                 let body = openai::chat_request(self.engine, &self.model, messages, &params)?;
                 self.start_openai(
                     "/v1/chat/completions",
@@ -473,13 +476,15 @@ impl Remote {
         Ok(self.tokenize(text, false, true)? != self.tokenize(text, false, false)?)
     }
 
-    /// The tokens of a rendered conversation, as `Model::chat_tokens`
+    /// The tokens of a rendered conversation, as `Model::chat_input`
     /// makes them.
     fn segment_tokens(&self, segments: &Segments) -> InferenceResult<Vec<i64>> {
         let info = self.llama()?;
-        segments.tokens(info.renderer.writes_bos(), |text, add_bos, special| {
-            self.tokenize(text, add_bos, special)
-        })
+        segments.tokens(
+            info.renderer.writes_bos(),
+            |text, add_bos, special| self.tokenize(text, add_bos, special),
+            no_images_yet,
+        )
     }
 
     /// Check the context, then start llama-server's completion of `tokens`.
@@ -623,5 +628,12 @@ fn choose_model(
                 available: available(),
             }),
         },
+    }
+}
+
+/// Images reach a connected server in a later version.
+fn no_images_yet() -> InferenceError {
+    InferenceError::ImageFailed {
+        detail: "a model reached with Model::connect() takes no images yet".into(),
     }
 }

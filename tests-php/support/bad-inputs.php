@@ -9,9 +9,10 @@
 
 declare(strict_types=1);
 
-use Displace\Infer\{Grammar, InferenceException, InferException, Message, Model, ModelLoadException, Prompt, Response};
+use Displace\Infer\{Grammar, Image, InferenceException, InferException, Message, Model, ModelLoadException, Prompt, Response};
 
 require_once __DIR__ . '/DefaultModel.php';
+require_once __DIR__ . '/images.php';
 $modelPath = Displace\Infer\Tests\DefaultModel::path();
 $model = static function () use ($modelPath): Model {
     static $m = null;
@@ -250,7 +251,28 @@ $cases = [
     'lifecycle: unserialize Model' => [fn () => unserialize(sprintf('O:%d:"%s":0:{}', strlen(Model::class), Model::class)), \Exception::class, "Unserialization of 'Displace\\Infer\\Model' is not allowed"],
     'lifecycle: unserialize Response' => [fn () => unserialize(sprintf('O:%d:"%s":1:{s:1:"x";i:1;}', strlen(Response::class), Response::class)), \Exception::class, "Unserialization of 'Displace\\Infer\\Response' is not allowed"],
 ];
-foreach ([Model::class, Prompt::class, Message::class, Response::class, Grammar::class] as $class) {
+// Hostile images: each refused with its reason, none decoded past its header's claim.
+$png = Displace\Infer\Tests\Support\png(16, 16, $seeded(16 * 16 * 3, 7));
+$img = static fn (string $bytes) => static fn () => Image::fromBytes($bytes);
+$cases += [
+    'image: random bytes' => [$img($seeded(4096, 3)), $B, 'not an image in a known format'],
+    'image: PNG magic and garbage' => [$img("\x89PNG\r\n\x1a\n" . $seeded(4096, 4)), $B, 'the PNG image could not be decoded'],
+    'image: PNG cut after its header' => [$img(substr($png, 0, 40)), $B, 'the PNG image could not be decoded'],
+    'image: PNG with its data flipped' => [$img($flip(60)($png)), $B, 'the PNG image could not be decoded'],
+    'image: PNG claiming 100000 x 100000' => [$img(Displace\Infer\Tests\Support\png_claiming(100000, 100000)), $B, 'declares 100000 x 100000 pixels'],
+    'image: PNG claiming 2^31 x 1' => [$img(Displace\Infer\Tests\Support\png_claiming(0x7FFFFFFF, 1)), $B, 'the PNG image could not be decoded'],
+    'image: BMP claiming 60000 x 60000' => [$img(Displace\Infer\Tests\Support\bmp_claiming(60000, 60000)), $B, 'declares 60000 x 60000 pixels'],
+    'image: BMP with a negative height' => [$img(Displace\Infer\Tests\Support\bmp_claiming(4, -4, str_repeat("\x00", 48))), 'ok', ''],
+    'image: GIF claiming 65535 x 65535' => [$img(Displace\Infer\Tests\Support\gif_claiming(65535, 65535)), $B, 'declares 65535 x 65535 pixels'],
+    'image: GIF cut' => [$img(substr(Displace\Infer\Tests\Support\gif_claiming(8, 8), 0, 16)), $B, 'the GIF image could not be decoded'],
+    'image: JPEG claiming 65000 x 65000' => [$img(Displace\Infer\Tests\Support\jpeg_claiming(65000, 65000)), $B, 'declares 65000 x 65000 pixels'],
+    // The JPEG decoder is lenient: a scan with no data decodes to a grey picture.
+    'image: JPEG headers without data' => [$img(Displace\Infer\Tests\Support\jpeg_claiming(64, 64)), 'ok', ''],
+    'image: WebP magic and garbage' => [$img('RIFF' . pack('V', 4000) . 'WEBPVP8 ' . $seeded(4000, 5)), $B, 'the WebP image could not be decoded'],
+    'image: pixels of the wrong length' => [fn () => Image::fromPixels(3, 3, 'abc'), $B, '3 bytes of pixels given for 3 x 3 RGB, which takes 27'],
+    'image: for a model without a projector' => [fn () => $model()->chat(Prompt::user([Image::fromPixels(2, 2, str_repeat("\x00", 12)), 'Hi']), 2), $I, 'loaded without an image projector'],
+];
+foreach ([Model::class, Prompt::class, Message::class, Response::class, Grammar::class, Image::class] as $class) {
     $cases["lifecycle: newInstanceWithoutConstructor $class"] = [
         fn () => (new ReflectionClass($class))->newInstanceWithoutConstructor(),
         \ReflectionException::class,

@@ -13,6 +13,7 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
 use super::generate::recount_due;
+use super::input::Input;
 use super::lookup::StepCost;
 use super::progress::{self, Progress};
 use super::sampler::{GrammarSampler, Sampler};
@@ -35,11 +36,11 @@ pub const MAX_PARALLEL: u32 = MAX_SEQUENCES;
 /// The context `prompts` need: one sequence per prompt up to `parallel`, and
 /// per sequence the cells its longest prompt and `max_tokens` can fill (never
 /// more than `n_ctx`, the caller's per-prompt context).
-pub fn shape_for(prompts: &[Vec<LlamaToken>], params: &GenerateParams, parallel: u32) -> Shape {
+pub fn shape_for(prompts: &[Input], params: &GenerateParams, parallel: u32) -> Shape {
     let n_seq = prompts
         .len()
         .clamp(1, parallel.clamp(1, MAX_PARALLEL) as usize) as u32;
-    let longest = prompts.iter().map(Vec::len).max().unwrap_or(1) as u64;
+    let longest = prompts.iter().map(Input::len).max().unwrap_or(1) as u64;
     let wanted = cells_for(longest + u64::from(params.max_tokens));
     let n_ctx = wanted.min(u64::from(params.n_ctx)) as u32;
     Shape::logits(n_ctx, n_seq, MAX_BATCH.max(n_seq))
@@ -71,7 +72,7 @@ fn turn(pending: impl IntoIterator<Item = usize>) -> Turn {
 /// One prompt being generated in one sequence of the context.
 struct Slot<'a> {
     index: usize,
-    prompt: &'a [LlamaToken],
+    prompt: &'a Input,
     sampler: Sampler,
     progress: Progress,
     /// Tokens of the sequence in the cache: the next position.
@@ -118,6 +119,10 @@ impl Slot<'_> {
     /// Returns how many.
     fn feed(&mut self, seq: u32, batch: &mut Vec<BatchToken>, budget: usize) -> usize {
         let start = batch.len();
+        if self.pending.is_empty() && self.prompt.image_at(self.len).is_some() {
+            self.row = None;
+            return 0;
+        }
         if !self.pending.is_empty() {
             let last = self.pending.len();
             let len = self.len;
@@ -139,18 +144,16 @@ impl Slot<'_> {
             );
         } else {
             self.draft.clear();
-            let end = self.prompt.len().min(self.len + budget);
-            batch.extend(
-                self.prompt[self.len..end]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &token)| BatchToken {
-                        token,
-                        seq,
-                        pos: self.len + i,
-                        logits: self.len + i + 1 == self.prompt.len(),
-                    }),
-            );
+            // Text up to the next image (read on its own, before a batch).
+            let end = self.prompt.text_until(self.len).min(self.len + budget);
+            batch.extend(self.prompt.tokens()[self.len..end].iter().enumerate().map(
+                |(i, &token)| BatchToken {
+                    token,
+                    seq,
+                    pos: self.len + i,
+                    logits: self.len + i + 1 == self.prompt.len(),
+                },
+            ));
         }
         let fed = batch.len() - start;
         self.read_now = self.len < self.prompt.len() && self.len + fed == self.prompt.len();
@@ -174,7 +177,7 @@ pub fn run(
     ctx: &mut Context,
     cache_owner: Option<prefix_cache::Owner>,
     model: &LlamaModel,
-    prompts: &[Vec<LlamaToken>],
+    prompts: &[Input],
     params: &GenerateParams,
     grammar: Option<&GrammarSampler>,
     claim: Option<&Claim>,
@@ -196,7 +199,7 @@ pub fn run(
                         break;
                     };
                     ctx.forget_sequence(seq as u32);
-                    let progress = Progress::new(model, prompt, params);
+                    let progress = Progress::new(model, &prompt.text_tokens(), params);
                     let (reused, source, lookup) = match cache_owner {
                         Some(owner) => {
                             let (reused, source, lookup) =
@@ -245,6 +248,15 @@ pub fn run(
         // their sampled one) is evaluated in several micro-batches, each a
         // pass over the weights. A sequence with more keeps the rest for the
         // next steps, without logits until its last.
+        // The images the reading sequences have come to, each evaluated on
+        // its own (embeddings, not tokens).
+        match read_images(ctx, &mut slots) {
+            Err(InferenceError::Aborted) => {
+                time_out(&mut slots, &mut queue, &mut results, params);
+                break;
+            }
+            other => other?,
+        }
         batch.clear();
         let (reading, each) = match turn(slots.iter().flatten().map(|s| s.pending.len())) {
             Turn::Read => (true, usize::MAX),
@@ -296,25 +308,7 @@ pub fn run(
         }
         match decoded {
             Err(InferenceError::Aborted) => {
-                // The stop check came in the middle of the evaluation: every
-                // prompt ends here with what it has (its sequence is cleared
-                // before the context is used again).
-                for place in &mut slots {
-                    if let Some(slot) = place.take() {
-                        results[slot.index] = Some(slot.progress.finish(
-                            FinishReason::Timeout,
-                            slot.prompt.len(),
-                            slot.reused,
-                        ));
-                    }
-                }
-                for (index, prompt) in queue.by_ref() {
-                    results[index] = Some(Progress::empty(params).finish(
-                        FinishReason::Timeout,
-                        prompt.len(),
-                        0,
-                    ));
-                }
+                time_out(&mut slots, &mut queue, &mut results, params);
                 break;
             }
             other => other?,
@@ -326,7 +320,7 @@ pub fn run(
                 slot.progress.prompt_read(slot.source);
                 if let (Some(owner), Some(lookup)) = (cache_owner, &slot.lookup) {
                     let streams = ctx.streams();
-                    prefix_cache::remember(owner, streams, slot.prompt, lookup, || {
+                    prefix_cache::remember(owner, streams, slot.prompt.tokens(), lookup, || {
                         ctx.save_sequence(seq as u32)
                     });
                 }
@@ -374,6 +368,48 @@ pub fn run(
         .collect()
 }
 
+/// Evaluate, in its sequence, the image each slot reading its prompt has
+/// come to (and the images right after it).
+fn read_images(ctx: &mut Context, slots: &mut [Option<Slot<'_>>]) -> InferenceResult<()> {
+    for (seq, slot) in slots.iter_mut().enumerate() {
+        let Some(slot) = slot else { continue };
+        while slot.pending.is_empty() {
+            let Some(image) = slot.prompt.image_at(slot.len) else {
+                break;
+            };
+            slot.prompt
+                .decode_image(ctx, image, seq as u32, slot.len)
+                .map_err(|e| e.in_prompt(slot.index))?;
+            slot.len = image.end();
+        }
+    }
+    Ok(())
+}
+
+/// The stop check came in the middle of an evaluation: every prompt ends
+/// here with what it has (its sequence is cleared before the context is
+/// used again), and those not begun with nothing.
+fn time_out<'a>(
+    slots: &mut [Option<Slot<'a>>],
+    queue: &mut impl Iterator<Item = (usize, &'a Input)>,
+    results: &mut [Option<Generation>],
+    params: &GenerateParams,
+) {
+    for place in slots.iter_mut() {
+        if let Some(slot) = place.take() {
+            results[slot.index] = Some(slot.progress.finish(
+                FinishReason::Timeout,
+                slot.prompt.len(),
+                slot.reused,
+            ));
+        }
+    }
+    for (index, prompt) in queue {
+        results[index] =
+            Some(Progress::empty(params).finish(FinishReason::Timeout, prompt.len(), 0));
+    }
+}
+
 /// Start sequence `seq` (empty) from the cached prefix of `prompt` that
 /// `owner` saved, when there is one worth restoring; returns the prompt
 /// tokens it holds then (at most all but the last), where they came from,
@@ -382,14 +418,14 @@ fn restore_prefix(
     ctx: &mut Context,
     seq: u32,
     owner: prefix_cache::Owner,
-    prompt: &[LlamaToken],
+    prompt: &Input,
 ) -> (usize, CacheSource, prefix_cache::Lookup) {
     let room = ctx.n_ctx() as usize;
-    let lookup = prefix_cache::lookup(owner, ctx.streams(), prompt, room, 0);
+    let lookup = prefix_cache::lookup(owner, ctx.streams(), prompt.tokens(), room, 0);
     let Some(hit) = &lookup.hit else {
         return (0, CacheSource::None, lookup);
     };
-    let keep = hit.common.min(prompt.len().saturating_sub(1));
+    let keep = prompt.boundary(hit.common.min(prompt.len().saturating_sub(1)));
     if !ctx.restore_sequence(seq, &hit.state) {
         prefix_cache::discard(owner, ctx.streams(), &hit.tokens);
         return (0, CacheSource::None, lookup);
@@ -406,8 +442,10 @@ fn restore_prefix(
 mod tests {
     use super::*;
 
-    fn prompts(lens: &[usize]) -> Vec<Vec<LlamaToken>> {
-        lens.iter().map(|&n| vec![LlamaToken(1); n]).collect()
+    fn prompts(lens: &[usize]) -> Vec<Input> {
+        lens.iter()
+            .map(|&n| Input::from(vec![LlamaToken(1); n]))
+            .collect()
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Instant;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
+use super::input::Input;
 use super::progress::{forward, verify, Progress};
 use super::sampler::Sampler;
 use super::session::Session;
@@ -44,7 +45,7 @@ impl Generator {
         session: &mut Session,
         model: &LlamaModel,
         sampler: Sampler,
-        prompt: &[LlamaToken],
+        prompt: &Input,
         params: &GenerateParams,
         claim: Option<&Claim>,
     ) -> InferenceResult<Result<Self, Generation>> {
@@ -52,7 +53,7 @@ impl Generator {
             session.set_threads(claim.threads());
         }
         session.set_stop(params.stop_check);
-        let mut progress = Progress::new(model, prompt, params);
+        let mut progress = Progress::new(model, &prompt.text_tokens(), params);
         let (reused, source) = match session.evaluate_prompt(prompt, params.cache_prompt) {
             Err(InferenceError::Aborted) => {
                 return Ok(Err(progress.finish(FinishReason::Timeout, prompt.len(), 0)));
@@ -222,7 +223,7 @@ pub fn run(
     session: &mut Session,
     model: &LlamaModel,
     sampler: Sampler,
-    prompt: &[LlamaToken],
+    prompt: &Input,
     params: &GenerateParams,
     claim: Option<&Claim>,
 ) -> InferenceResult<Generation> {
@@ -245,7 +246,7 @@ pub fn recount_due(step: u32) -> bool {
 
 /// The checks made before any evaluation: the context fits the model and the
 /// prompt fits the context.
-pub fn check_fits(model: &LlamaModel, prompt: &[LlamaToken], n_ctx: u32) -> InferenceResult<()> {
+pub fn check_fits(model: &LlamaModel, prompt: &Input, n_ctx: u32) -> InferenceResult<()> {
     let max = model.n_ctx_train();
     if max > 0 && n_ctx > max {
         return Err(InferenceError::ContextTooLarge { n_ctx, max });

@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod generate;
+pub mod input;
 pub mod lookup;
 pub mod output;
 pub mod probe;

@@ -9,6 +9,7 @@ use std::thread::ThreadId;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
+use super::input::{Input, Placed, Run};
 use super::lookup::{LookupOdds, StepCost};
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::params::StopCheck;
@@ -130,9 +131,11 @@ impl Session {
     /// the prompt's state in the prefix cache when it is new enough.
     pub fn evaluate_prompt(
         &mut self,
-        prompt: &[LlamaToken],
+        input: &Input,
         reuse: bool,
     ) -> InferenceResult<(usize, CacheSource)> {
+        input.check_ends_with_text()?;
+        let prompt = input.tokens();
         self.restored = false;
         let mut shared = if reuse {
             common_prefix(&self.cached, prompt)
@@ -157,7 +160,7 @@ impl Session {
         if let Some(hit) = lookup.as_ref().and_then(|l| l.hit.as_ref()) {
             // Either way the context holds what `restore` left: the hit's
             // prefix, or nothing when llama.cpp refused the state.
-            let restored = self.restore(hit, prompt.len());
+            let restored = self.restore(hit, input);
             shared = self.cached.len();
             if restored {
                 source = hit.source;
@@ -165,7 +168,8 @@ impl Session {
                 prefix_cache::discard(self.owner, self.ctx.streams(), &hit.tokens);
             }
         }
-        let mut keep = shared.min(prompt.len().saturating_sub(1));
+        // An image is read whole: a prefix kept ends before or after one.
+        let mut keep = input.boundary(shared.min(prompt.len().saturating_sub(1)));
         if keep < self.cached.len() {
             if self.ctx.forget_from(keep) {
                 self.cached.truncate(keep);
@@ -176,17 +180,24 @@ impl Session {
                 keep = 0;
             }
         }
-        let rest = &prompt[keep..];
         let n_batch = self.ctx.batch_capacity();
-        let chunks = rest.len().div_ceil(n_batch);
         self.prompt_logits = None;
-        for (i, chunk) in rest.chunks(n_batch).enumerate() {
-            let last = if i + 1 == chunks {
-                chunk.len() - 1
-            } else {
-                chunk.len()
-            };
-            self.decode(chunk, last)?;
+        for run in input.runs(keep) {
+            match run {
+                Run::Text { start, tokens } => {
+                    let ends = start + tokens.len() == prompt.len();
+                    let chunks = tokens.len().div_ceil(n_batch);
+                    for (i, chunk) in tokens.chunks(n_batch).enumerate() {
+                        let last = if ends && i + 1 == chunks {
+                            chunk.len() - 1
+                        } else {
+                            chunk.len()
+                        };
+                        self.decode(chunk, last)?;
+                    }
+                }
+                Run::Image(placed) => self.decode_image(input, placed)?,
+            }
         }
         let logits = self.ctx.last_logits()?.to_vec();
         self.prompt_logits = Some((prompt.len(), logits));
@@ -206,14 +217,14 @@ impl Session {
     /// the prefix it shares with a prompt of `prompt_len` tokens (less its
     /// last token, which is evaluated for its logits). False, with the
     /// context emptied, when llama.cpp refuses the state or cannot cut it.
-    fn restore(&mut self, hit: &prefix_cache::Hit, prompt_len: usize) -> bool {
+    fn restore(&mut self, hit: &prefix_cache::Hit, input: &Input) -> bool {
         self.ctx.clear();
         self.cached.clear();
         self.prompt_logits = None;
         if !self.ctx.restore_sequence(0, &hit.state) {
             return false;
         }
-        let keep = hit.common.min(prompt_len.saturating_sub(1));
+        let keep = input.boundary(hit.common.min(input.len().saturating_sub(1)));
         if keep < hit.tokens.len() && !self.ctx.forget_from(keep) {
             self.ctx.clear();
             return false;
@@ -309,6 +320,28 @@ impl Session {
     }
 
     /// The stop check the next evaluations ask between graph nodes.
+    /// Evaluate the image `placed` of `input` at the end of what the
+    /// session holds (its start).
+    fn decode_image(&mut self, input: &Input, placed: &Placed) -> InferenceResult<()> {
+        self.restored = false;
+        let start = self.cached.len();
+        match input.decode_image(&mut self.ctx, placed, 0, start) {
+            Ok(()) => {
+                self.cached
+                    .extend_from_slice(&input.tokens()[placed.start..placed.end()]);
+                Ok(())
+            }
+            Err(e) => {
+                // Part of the image may be in the memory: drop it.
+                if !self.ctx.forget_from(start) {
+                    self.ctx.clear();
+                    self.cached.clear();
+                }
+                Err(e)
+            }
+        }
+    }
+
     pub fn set_stop(&mut self, check: StopCheck) {
         self.ctx.set_stop(check);
     }

@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 
 use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::token::LlamaToken;
 
 use super::generate::Generator;
+use super::input::Input;
 use super::sampler::Sampler;
 use super::session::{Session, Sessions};
 use crate::backend::error::{InferenceError, InferenceResult};
@@ -35,7 +35,7 @@ enum State {
     /// Not begun: the prompt is evaluated when the first piece is asked for.
     Ready {
         sampler: Sampler,
-        prompt: Vec<LlamaToken>,
+        prompt: Input,
     },
     Running(Box<Generator>),
     Done(Generation),
@@ -87,7 +87,7 @@ impl Stream {
         (home, thread): (Arc<Sessions>, ThreadId),
         session: Session,
         sampler: Sampler,
-        prompt: Vec<LlamaToken>,
+        prompt: Input,
         params: GenerateParams,
         parts: Option<Parts>,
     ) -> Self {

@@ -50,7 +50,7 @@ pub const MAX_SEQUENCES: u32 = 256;
 /// `tests::raw_pointer_is_the_wrappers_model` checks at run time that the
 /// pointer answers every query exactly as the wrapper does, so a change of
 /// layout fails the build or the tests before it can reach users.
-fn model_ptr(model: &LlamaModel) -> NonNull<sys::llama_model> {
+pub(super) fn model_ptr(model: &LlamaModel) -> NonNull<sys::llama_model> {
     type Raw = NonNull<sys::llama_model>;
     const _: () = assert!(
         std::mem::size_of::<LlamaModel>() == std::mem::size_of::<Raw>()
@@ -169,6 +169,9 @@ pub struct Context {
     ctx: NonNull<sys::llama_context>,
     threadpool: NonNull<sys::ggml_threadpool>,
     batch: TokenBatch,
+    /// How many tokens the last evaluated batch had (the rows of logits
+    /// llama.cpp may hold).
+    last_batch: i32,
     n_vocab: usize,
     /// Cells of each sequence.
     n_ctx: u32,
@@ -410,6 +413,7 @@ impl Context {
                 ctx,
                 threadpool,
                 batch,
+                last_batch: 0,
                 n_vocab: model.n_vocab().max(0) as usize,
                 n_ctx,
                 n_seq,
@@ -523,8 +527,28 @@ impl Context {
             }
         }
         b.n_tokens = n as i32;
-        // SAFETY: a live context and a batch filled above.
-        let (code, log) = logged(|| unsafe { sys::llama_decode(self.ctx.as_ptr(), *b) });
+        let raw = *b;
+        // SAFETY: a batch filled above, its arrays owned by `self.batch`.
+        unsafe { self.decode_raw(raw) }
+    }
+
+    /// Whether the next evaluations attend causally (off for the image
+    /// embeddings of a projector that attends both ways).
+    pub(super) fn set_causal(&mut self, causal: bool) {
+        // SAFETY: a live context.
+        unsafe { sys::llama_set_causal_attn(self.ctx.as_ptr(), causal) }
+    }
+
+    /// Evaluate `batch` (tokens or embeddings), whose logits are then
+    /// [`Context::logits`].
+    ///
+    /// # Safety
+    /// Every array of `batch` holds `batch.n_tokens` valid entries for the
+    /// length of the call.
+    pub(super) unsafe fn decode_raw(&mut self, batch: sys::llama_batch) -> InferenceResult<()> {
+        self.last_batch = batch.n_tokens;
+        // SAFETY: a live context; the batch as the caller promises.
+        let (code, log) = logged(|| unsafe { sys::llama_decode(self.ctx.as_ptr(), batch) });
         if code == 2 {
             // Aborted by the stop check; the micro-batches computed before
             // stay in the memory, so the caller drops them.
@@ -541,7 +565,7 @@ impl Context {
     /// The logits of the last token of the last batch (which must have asked
     /// for them).
     pub fn last_logits(&self) -> InferenceResult<&[f32]> {
-        self.logits(self.batch.raw.n_tokens.max(1) as usize - 1)
+        self.logits(self.last_batch.max(1) as usize - 1)
     }
 
     /// The logits of the `index`-th token of the last batch (which must have
@@ -551,7 +575,7 @@ impl Context {
             detail: format!("no logits for token {index} of the batch"),
         };
         let i = i32::try_from(index).map_err(|_| missing())?;
-        if i >= self.batch.raw.n_tokens {
+        if i >= self.last_batch {
             return Err(missing());
         }
         // SAFETY: llama.cpp returns null for an index without logits, else a

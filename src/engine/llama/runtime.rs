@@ -51,6 +51,9 @@ fn silence_logs() {
     // SAFETY: `capture_log` has the signature ggml expects and never unwinds;
     // a null user-data pointer is allowed.
     unsafe { llama_cpp_sys_2::llama_log_set(Some(capture_log), std::ptr::null_mut()) };
+    // The multimodal library (the image projector) logs on its own.
+    // SAFETY: as above.
+    unsafe { llama_cpp_sys_2::mtmd_log_set(Some(capture_log), std::ptr::null_mut()) };
 }
 
 unsafe extern "C" fn capture_log(

@@ -15,6 +15,7 @@ use crate::backend::params::{GenerateParams, StopCheck};
 use crate::backend::{Backend, Generation, PieceStream, Prompt, Prompts};
 use crate::chat::reasoning::Parts;
 use crate::chat::Message;
+use crate::engine::decode::input::Input;
 use crate::engine::decode::sampler::{GrammarSampler, Sampler};
 use crate::engine::decode::session::Session;
 use crate::engine::decode::stream::Stream;
@@ -167,6 +168,8 @@ impl Backend for Model {
             "file_size": std::fs::metadata(&self.path).map(|m| m.len()).ok(),
             "parameters": model.n_params(),
             "quantization": file_type.map(devices::file_type_name),
+            "vision": self.projector.is_some(),
+            "mmproj": self.projector.as_ref().map(|p| p.path().display().to_string()),
         })
     }
 
@@ -201,7 +204,7 @@ impl Model {
         &self,
         prompt: Prompt<'_>,
         params: &'p GenerateParams,
-    ) -> InferenceResult<(Vec<LlamaToken>, Cow<'p, GenerateParams>, Option<Parts>)> {
+    ) -> InferenceResult<(Input, Cow<'p, GenerateParams>, Option<Parts>)> {
         let params = match prompt {
             Prompt::Chat(_) => self.plan_tools(params)?,
             Prompt::Text { .. } => Cow::Borrowed(params),
@@ -215,20 +218,20 @@ impl Model {
         &self,
         prompt: Prompt<'_>,
         params: &GenerateParams,
-    ) -> InferenceResult<(Vec<LlamaToken>, Option<Parts>)> {
+    ) -> InferenceResult<(Input, Option<Parts>)> {
         Ok(match prompt {
             Prompt::Chat(messages) => {
                 let rendered = self.chat_prompt(messages, params)?;
                 let parts = Parts::after_prompt(&rendered.text());
-                (self.chat_tokens(&rendered), Some(parts))
+                (self.chat_input(&rendered)?, Some(parts))
             }
-            Prompt::Text { text, add_bos } => (self.tokenize(text, add_bos), None),
+            Prompt::Text { text, add_bos } => (self.tokenize(text, add_bos).into(), None),
         })
     }
 
     fn generate_tokens(
         &self,
-        prompt: &[LlamaToken],
+        prompt: &Input,
         params: &GenerateParams,
     ) -> InferenceResult<Generation> {
         let (mut session, sampler) = self.prepare(prompt, params)?;
@@ -250,7 +253,7 @@ impl Model {
 
     fn generate_many_tokens(
         &self,
-        prompts: &[Vec<LlamaToken>],
+        prompts: &[Input],
         params: &GenerateParams,
         parallel: u32,
     ) -> InferenceResult<Vec<Generation>> {
@@ -260,6 +263,7 @@ impl Model {
         }
         for (i, prompt) in prompts.iter().enumerate() {
             generate::check_fits(model, prompt, params.n_ctx).map_err(|e| e.in_prompt(i))?;
+            prompt.check_ends_with_text().map_err(|e| e.in_prompt(i))?;
         }
         self.refuse_during_stream()?;
         let grammar = self.grammar(params)?;
@@ -315,7 +319,7 @@ impl Model {
     /// prompt, else a new one.
     fn prepare(
         &self,
-        prompt: &[LlamaToken],
+        prompt: &Input,
         params: &GenerateParams,
     ) -> InferenceResult<(Session, Sampler)> {
         self.refuse_during_stream()?;
@@ -324,7 +328,7 @@ impl Model {
         let sampler = Sampler::new(model, params, self.grammar(params)?);
         let kept = self.reusable.sessions.take(|s| {
             if s.n_ctx() == params.n_ctx && s.is_usable() {
-                Fit::Fits(s.shared_with(prompt))
+                Fit::Fits(s.shared_with(prompt.tokens()))
             } else {
                 Fit::Misfit
             }
@@ -365,7 +369,7 @@ impl Model {
 
     fn stream_tokens(
         &self,
-        prompt: Vec<LlamaToken>,
+        prompt: Input,
         params: GenerateParams,
         parts: Option<Parts>,
     ) -> InferenceResult<Stream> {

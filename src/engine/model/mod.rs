@@ -23,6 +23,7 @@ use crate::engine::decode::sampler::GrammarCache;
 use crate::engine::decode::session::Sessions;
 use crate::engine::llama::shelf::Shelf;
 use crate::engine::llama::threads::Claim;
+use crate::engine::llama::vision::Projector;
 use file::state_bound;
 
 mod calls;
@@ -80,6 +81,8 @@ pub struct Model {
     renderer: OnceLock<chat::Renderer>,
     /// The texts of the control tokens, gathered on first use.
     control: OnceLock<ControlTexts>,
+    /// The image projector loaded beside the model (`mmproj`).
+    projector: Option<Arc<Projector>>,
 }
 
 impl Model {
@@ -107,10 +110,23 @@ impl Model {
             .with_use_mmap(params.use_mmap)
             .with_use_mlock(params.use_mlock);
         let (loaded, log) = logged(|| LlamaModel::load_from_file(backend, utf8, &model_params));
-        let model = loaded.map_err(|e| LoadError::Rejected {
+        let model = Arc::new(loaded.map_err(|e| LoadError::Rejected {
             path: path.to_path_buf(),
             detail: log.unwrap_or_else(|| e.to_string()),
-        })?;
+        })?);
+        let projector = match &params.mmproj {
+            Some(mmproj) => {
+                crate::backend::model_file::check_file(mmproj)?;
+                let use_gpu = params.n_gpu_layers > 0;
+                Some(Arc::new(Projector::load(
+                    &model,
+                    mmproj,
+                    use_gpu,
+                    params.n_threads,
+                )?))
+            }
+            None => None,
+        };
         // Generating models share their prefixes with the machine's other
         // processes when the file can be identified.
         let shared = FileId::of(path)
@@ -123,10 +139,11 @@ impl Model {
                 n_vocab: model.n_vocab(),
                 n_layer: model.n_layer(),
                 n_embd: model.n_embd(),
+                projector: params.mmproj.as_deref().and_then(|p| FileId::of(p).ok()),
                 bound: state_bound(&model),
             });
         let loaded = Self {
-            model: Arc::new(model),
+            model,
             reusable: Reusable::default(),
             cache_owner: prefix_cache::Owner {
                 model: prefix_cache::new_owner(),
@@ -141,6 +158,7 @@ impl Model {
             path: path.to_path_buf(),
             renderer: OnceLock::new(),
             control: OnceLock::new(),
+            projector,
         };
         // Rank pooling reads a classification head, which only a
         // cross-encoder has; without one llama.cpp would return a number

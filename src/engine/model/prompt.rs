@@ -11,9 +11,10 @@ use super::Model;
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::params::{Constraint, GenerateParams};
 use crate::backend::Backend;
-use crate::chat::plain_text::{render_segments, ControlTexts, Inputs, Markup, Segments};
+use crate::chat::plain_text::{render_segments, ControlTexts, Inputs, Markup, Segments, Step};
 use crate::chat::tools::{ToolPlan, Tools};
 use crate::chat::{self, Message};
+use crate::engine::decode::input::Input;
 use crate::engine::llama::context;
 
 impl Model {
@@ -93,18 +94,25 @@ impl Model {
         Ok(Cow::Owned(planned))
     }
 
-    /// The tokens of a rendered conversation: its template text with special
-    /// tokens parsed, its plain pieces without. The BOS the model's
-    /// tokenizer asks for is added unless the template writes it itself.
-    pub fn chat_tokens(&self, prompt: &Segments) -> Vec<LlamaToken> {
+    /// The input of a rendered conversation: its template text tokenized
+    /// with special tokens parsed, its plain pieces without, its images as
+    /// the projector makes them. The BOS the model's tokenizer asks for is
+    /// added unless the template writes it itself.
+    pub fn chat_input(&self, prompt: &Segments) -> InferenceResult<Input> {
         let vocab = self.model().vocab();
-        let tokens = prompt.tokens(self.renderer().writes_bos(), |text, add_bos, special| {
-            Ok::<_, std::convert::Infallible>(vocab.tokenize(text.as_bytes(), add_bos, special))
-        });
-        match tokens {
-            Ok(tokens) => tokens,
-            Err(never) => match never {},
-        }
+        let mut input = Input::with_projector(self.projector.clone());
+        prompt.walk(self.renderer().writes_bos(), |step| match step {
+            Step::Text {
+                text,
+                add_bos,
+                special,
+            } => {
+                input.push_tokens(&vocab.tokenize(text.as_bytes(), add_bos, special));
+                Ok(())
+            }
+            Step::Image(image) => input.push_image(image),
+        })?;
+        Ok(input)
     }
 
     /// A special token's text (empty for none).

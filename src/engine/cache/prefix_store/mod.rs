@@ -162,6 +162,9 @@ pub struct ModelIdentity {
     pub n_vocab: i32,
     pub n_layer: u32,
     pub n_embd: i32,
+    /// The image projector loaded with the model: the states of prompts
+    /// with images hold what it made of them.
+    pub projector: Option<FileId>,
     /// The most a saved sequence of this model can take.
     pub bound: StateBound,
 }
@@ -273,13 +276,20 @@ pub fn key(model: &ModelIdentity, streams: u32) -> Option<u64> {
     h.bytes(MAGIC);
     h.u64(u64::from(VERSION));
     h.bytes(build_identity()?);
-    let f = &model.file;
-    for v in [f.dev, f.ino, f.size] {
-        h.u64(v);
+    let mut file = |f: &FileId| {
+        for v in [f.dev, f.ino, f.size] {
+            h.u64(v);
+        }
+        for v in [f.mtime_sec, f.mtime_nsec] {
+            h.u64(v as u64);
+        }
+    };
+    file(&model.file);
+    match &model.projector {
+        Some(projector) => file(projector),
+        None => h.u64(u64::MAX),
     }
-    for v in [f.mtime_sec, f.mtime_nsec, i64::from(model.n_vocab)] {
-        h.u64(v as u64);
-    }
+    h.u64(i64::from(model.n_vocab) as u64);
     h.u64(u64::from(model.n_gpu_layers));
     h.u64(model.main_gpu.map_or(u64::MAX, u64::from));
     h.u64(u64::from(model.n_layer));
@@ -630,6 +640,7 @@ mod tests {
             n_vocab: 49152,
             n_layer: 30,
             n_embd: 576,
+            projector: None,
             bound: StateBound::for_shape(30, 576),
         }
     }
@@ -870,7 +881,7 @@ mod tests {
         assert!(base.is_some());
         assert_eq!(key(&model, 1), base, "stable");
         assert_ne!(key(&model, 2), base, "KV streams");
-        let changes: [fn(&mut ModelIdentity); 10] = [
+        let changes: [fn(&mut ModelIdentity); 11] = [
             |m| m.file.dev += 1,
             |m| m.file.ino += 1,
             |m| m.file.size += 1,
@@ -881,12 +892,21 @@ mod tests {
             |m| m.n_vocab += 1,
             |m| m.n_layer += 1,
             |m| m.n_embd += 1,
+            |m| m.projector = Some(m.file),
         ];
         for (i, change) in changes.iter().enumerate() {
             let mut other = model;
             change(&mut other);
             assert_ne!(key(&other, 1), base, "change {i}");
         }
+        // Another projector beside the same model.
+        let (mut one, mut two) = (model, model);
+        one.projector = Some(model.file);
+        two.projector = Some(FileId {
+            ino: model.file.ino + 1,
+            ..model.file
+        });
+        assert_ne!(key(&one, 1), key(&two, 1));
     }
 
     #[test]
