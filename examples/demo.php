@@ -2,7 +2,7 @@
 // The README's demo: load the default model and chat with it.
 declare(strict_types=1);
 
-use Displace\Infer\{Model, Prompt};
+use Displace\Infer\{Image, Model, Prompt};
 
 $path = getenv('INFER_MODEL') ?: __DIR__ . '/../models/SmolLM2-135M-Instruct.Q4_1.gguf';
 $model = Model::load($path);
@@ -100,6 +100,13 @@ $embedder = Model::load(getenv('INFER_EMBEDDING_MODEL') ?: __DIR__ . '/../models
 [$a, $b, $c] = $embedder->embedMany(['A man is eating food.', 'A man is eating a piece of bread.', 'The girl is carrying a baby.']);
 printf("\nEmbeddings: cosine(eating food, eating bread) = %.2f, cosine(eating food, carrying a baby) = %.2f\n",
     $a->cosineSimilarity($b), $a->cosineSimilarity($c));
+
+// Images in (`make vision-model`: a test projector that sees only colours; real
+// use loads a real vision model's mmproj, docs/images.md).
+$vision = Model::load($path, ['mmproj' => getenv('INFER_VISION_MODEL') ?: __DIR__ . '/../models/SmolLM2-135M-colour-mmproj.gguf']);
+$blue = Image::fromPixels(28, 28, str_repeat("\x00\x00\xff", 28 * 28));
+printf("\nAn image of blue pixels, asked its colour: %s\n",
+    $vision->chat(Prompt::user([$blue, 'What colour is this image? Answer with one word.']), 16)->text());
 
 // A deadline: the call stops after 0.2 s with what it has ('timeout').
 $story = $model->chat(Prompt::user('Tell a very long story.'), maxTokens: 2000, options: ['timeout' => 0.2]);
