@@ -27,17 +27,8 @@ if [ -x "$BIN" ]; then
     exit 0
 fi
 
-# The libraries of the release build of the extension (the newest, should
-# there be more than one build of llama-cpp-sys-2).
-LIBS=""
-for lib in $(ls -t "$ROOT"/target/release/build/llama-cpp-sys-2-*/out/build/src/libllama.a 2>/dev/null); do
-    dir="$(dirname "$(dirname "$lib")")"
-    if [ -f "$dir/common/libllama-common.a" ] && [ -f "$dir/CMakeCache.txt" ]; then
-        LIBS="$dir"
-        break
-    fi
-done
-[ -n "$LIBS" ] || { echo "build-llama-mtmd-cli: llama.cpp libraries not found: run 'cargo build --release' first" >&2; exit 1; }
+# The libraries of the release build of the extension.
+. "$ROOT/scripts/llama-libs.sh"
 
 # The tree they were compiled from (vendored in llama-cpp-sys-2), which ships
 # the CLI's source.
@@ -87,11 +78,7 @@ tr '\n' '\0' < "$WORK/units" | xargs -0 -P "$JOBS" -n 1 bash -c '
     g++ $opt $CXXFLAGS_LINE $defines -c "$src" -o "$obj.tmp"
     mv "$obj.tmp" "$obj"'
 
-g++ -o "$BIN.tmp" "$OBJ"/*.o -Wl,--start-group \
-    ${MTMD_LIB:+"$MTMD_LIB"} \
-    "$LIBS/common/libllama-common.a" "$LIBS/common/libllama-common-base.a" \
-    "$LIBS/vendor/cpp-httplib/libcpp-httplib.a" "$LIBS/vendor/hash/libvendor-hash.a" \
-    "$LIBS/src/libllama.a" "$LIBS/ggml/src/libggml.a" "$LIBS/ggml/src/libggml-cpu.a" \
-    "$LIBS/ggml/src/libggml-base.a" -Wl,--end-group -lssl -lcrypto -lpthread -ldl -lm
+g++ -o "$BIN.tmp" "$OBJ"/*.o -Wl,--start-group ${MTMD_LIB:+"$MTMD_LIB"} "${LINK_LIBS[@]}" \
+    -Wl,--end-group -lssl -lcrypto -lpthread -ldl -lm
 mv "$BIN.tmp" "$BIN"
 echo "Built $BIN"

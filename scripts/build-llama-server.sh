@@ -6,12 +6,11 @@
 # one token for token.
 #
 # Fast enough for CI: the libraries llama-cpp-sys-2 already compiled for the
-# extension (ggml, llama, common, cpp-httplib) are linked as they are, with
-# the compile definitions they were built with, so only the server's own
-# sources and the multimodal library it needs (mtmd, never run here, so built
-# without optimisation) are compiled. The crate ships neither, so the server's
-# sources come from the llama-cpp-python sdist on PyPI (the same route as
-# bench/build-llama-tools.sh); its mtmd sources come from the crate.
+# extension (ggml, llama, common, cpp-httplib, and mtmd, the multimodal
+# library of images in) are linked as they are, with the compile definitions
+# they were built with, so only the server's own sources are compiled. The
+# crate does not ship them, so they come from the llama-cpp-python sdist on
+# PyPI (the same route as bench/build-llama-tools.sh).
 #
 # Usage: scripts/build-llama-server.sh  (after `cargo build --release`);
 # the binary is target/llama-server/bin/llama-server.
@@ -32,13 +31,7 @@ SDIST="$LLAMA_SDIST"
 [ -f "$TREE/include/llama.h" ] || { echo "llama.cpp sources not found at $TREE" >&2; exit 1; }
 
 # The libraries of the release build of the extension.
-LIBS=""
-for dir in "$ROOT"/target/release/build/llama-cpp-sys-2-*/out/build; do
-    if [ -f "$dir/src/libllama.a" ] && [ -f "$dir/common/libllama-common.a" ]; then
-        LIBS="$dir"
-    fi
-done
-[ -n "$LIBS" ] || { echo "llama.cpp libraries not found: run 'cargo build --release' first" >&2; exit 1; }
+. "$ROOT/scripts/llama-libs.sh"
 
 WORK="$OUT/work"
 mkdir -p "$WORK" "$OUT/bin"
@@ -83,11 +76,17 @@ INCLUDES=(-I"$TREE/include" -I"$TREE/ggml/include" -I"$TREE/common" -I"$TREE/ven
     -I"$TREE/tools/mtmd" -I"$TREE" -I"$SERVER" -I"$GEN")
 CXXFLAGS=(-std=c++17 -fPIC -m64 -march=x86-64 -w -DNDEBUG $DEFINES "${INCLUDES[@]}")
 
-# mtmd: the sources its CMakeLists lists.
+# mtmd: the library the extension's build compiled (its feature `mtmd`, for
+# images in), the same code the extension runs; else its sources, compiled
+# here (the CMakeLists' list).
+MTMD_LIB="$LIBS/tools/mtmd/libmtmd.a"
 MTMD_SOURCES=()
-while read -r file; do
-    MTMD_SOURCES+=("$TREE/tools/mtmd/$file")
-done < <(sed -n '/^add_library(mtmd$/,/)/p' "$TREE/tools/mtmd/CMakeLists.txt" | grep -oE '[A-Za-z0-9_./-]+\.cpp')
+if [ ! -f "$MTMD_LIB" ]; then
+    MTMD_LIB=""
+    while read -r file; do
+        MTMD_SOURCES+=("$TREE/tools/mtmd/$file")
+    done < <(sed -n '/^add_library(mtmd$/,/)/p' "$TREE/tools/mtmd/CMakeLists.txt" | grep -oE '[A-Za-z0-9_./-]+\.cpp')
+fi
 SERVER_SOURCES=("$SERVER"/server*.cpp "$SERVER/main.cpp" "$GEN/ui.cpp")
 
 # Objects are kept between runs (a failed unit leaves none), so a rerun
@@ -96,7 +95,7 @@ OBJ="$WORK/obj"
 mkdir -p "$OBJ"
 # One line per object: optimisation, source.
 {
-    for src in "${MTMD_SOURCES[@]}"; do echo "-O0 $src"; done
+    for src in "${MTMD_SOURCES[@]}"; do echo "-O2 $src"; done
     for src in "${SERVER_SOURCES[@]}"; do echo "-O2 $src"; done
 } > "$WORK/units"
 echo "Compiling llama-server ($(wc -l < "$WORK/units") units, $JOBS at a time)"
@@ -104,10 +103,7 @@ export OBJ
 export CXXFLAGS_LINE="${CXXFLAGS[*]}"
 xargs -P "$JOBS" -L 1 bash -c 'set -e; opt="$0"; src="$1"; obj="$OBJ/$(echo "$src" | md5sum | cut -c1-12)-$(basename "$src" .cpp).o"; [ -f "$obj" ] && exit 0; g++ $opt $CXXFLAGS_LINE -c "$src" -o "$obj.tmp"; mv "$obj.tmp" "$obj"' < "$WORK/units"
 
-g++ -o "$BIN.tmp" "$OBJ"/*.o -Wl,--start-group \
-    "$LIBS/common/libllama-common.a" "$LIBS/common/libllama-common-base.a" \
-    "$LIBS/vendor/cpp-httplib/libcpp-httplib.a" "$LIBS/vendor/hash/libvendor-hash.a" \
-    "$LIBS/src/libllama.a" "$LIBS/ggml/src/libggml.a" "$LIBS/ggml/src/libggml-cpu.a" \
-    "$LIBS/ggml/src/libggml-base.a" -Wl,--end-group -lssl -lcrypto -lpthread -ldl -lm
+g++ -o "$BIN.tmp" "$OBJ"/*.o -Wl,--start-group $MTMD_LIB "${LINK_LIBS[@]}" \
+    -Wl,--end-group -lssl -lcrypto -lpthread -ldl -lm
 mv "$BIN.tmp" "$BIN"
 echo "Built $BIN"

@@ -9,6 +9,7 @@
 # Does nothing when all three are there and check.
 set -euo pipefail
 . "$(dirname "$0")/retry.sh"
+. "$(dirname "$0")/venv-convert.sh"
 
 # Where to save it: the Makefile's EMBEDDING_MODEL_FILE, the one place that names it.
 dest="${1:?usage: fetch-embedding-model.sh DEST (make embedding-model passes it)}"
@@ -30,18 +31,7 @@ be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037  tokenizer.json
 acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b  tokenizer_config.json
 07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3  vocab.txt"
 
-# The converter's and the reference's Python packages, each pinned (with what
-# they pull in), in a virtualenv of their own.
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-venv="$root/target/venv-convert"
-pins=(
-    gguf==0.19.0 numpy==2.4.6 safetensors==0.8.0 tokenizers==0.23.3
-    PyYAML==6.0.4 tqdm==4.70.1 requests==2.34.2 certifi==2026.10.19.post1
-    charset-normalizer==3.5.3 idna==3.20 urllib3==2.8.0
-    huggingface_hub==2.4.0 anyio==4.16.0 click==8.5.1 filelock==4.3.1
-    fsspec==2026.9.0 h11==0.16.0 hf-xet==1.8.0 httpcore2==2.16.2
-    httpx2==2.16.2 packaging==26.4 truststore==0.10.5 typing_extensions==4.16.0
-)
 
 check() { echo "$2  $1" | sha256sum --check --status; }
 check_source() { [ -d "$1" ] && (cd "$1" && echo "$source_sums" | sha256sum --check --status); }
@@ -52,16 +42,8 @@ if [ -f "$dest" ] && check "$dest" "$model_sha256" \
     exit 0
 fi
 
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.pins" 2>/dev/null)" != "${pins[*]}" ]; then
-    echo "Creating the converter's virtualenv in $venv..."
-    rm -rf "$venv"
-    python3 -m venv "$venv" || {
-        echo "error: python3 -m venv failed; install python3-venv (make deps does)" >&2
-        exit 1
-    }
-    retry 3 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
-    echo "${pins[*]}" > "$venv/.pins"
-fi
+# The converter's and the reference's Python packages, in their virtualenv.
+venv_convert "$root"
 
 mkdir -p "$dir"
 tmp="$(mktemp -d)"

@@ -13,6 +13,7 @@
 #                                             GGUF, make model fetches it)
 set -euo pipefail
 . "$(dirname "$0")/retry.sh"
+. "$(dirname "$0")/venv-convert.sh"
 
 usage="usage: make-vision-model.sh DEST [TEXT_MODEL] (make vision-model passes them)"
 dest="${1:?$usage}"
@@ -32,27 +33,8 @@ if [ ! -f "$text_model" ]; then
     exit 1
 fi
 
-# The converter's virtualenv, with the same pins as scripts/fetch-embedding-model.sh
-# (keep the two lists equal: each script rebuilds the virtualenv when they differ).
-venv="$root/target/venv-convert"
-pins=(
-    gguf==0.19.0 numpy==2.4.6 safetensors==0.8.0 tokenizers==0.23.3
-    PyYAML==6.0.4 tqdm==4.70.1 requests==2.34.2 certifi==2026.10.19.post1
-    charset-normalizer==3.5.3 idna==3.20 urllib3==2.8.0
-    huggingface_hub==2.4.0 anyio==4.16.0 click==8.5.1 filelock==4.3.1
-    fsspec==2026.9.0 h11==0.16.0 hf-xet==1.8.0 httpcore2==2.16.2
-    httpx2==2.16.2 packaging==26.4 truststore==0.10.5 typing_extensions==4.16.0
-)
-if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.pins" 2>/dev/null)" != "${pins[*]}" ]; then
-    echo "Creating the converter's virtualenv in $venv..."
-    rm -rf "$venv"
-    python3 -m venv "$venv" || {
-        echo "error: python3 -m venv failed; install python3-venv (make deps does)" >&2
-        exit 1
-    }
-    retry 3 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${pins[@]}"
-    echo "${pins[*]}" > "$venv/.pins"
-fi
+# The converter's virtualenv (the one scripts/fetch-embedding-model.sh uses).
+venv_convert "$root"
 
 mkdir -p "$(dirname "$dest")"
 tmp="$(mktemp -d)"

@@ -117,7 +117,7 @@ final class ImageTest extends InferTestCase
             echo ini_get('infer.max_image_pixels'), "\n";
             var_dump(ini_set('infer.max_image_pixels', '999999'));
             PHP;
-        $out = $this->runPhp(['-d', 'infer.max_image_pixels=200'], $code);
+        $out = $this->phpOutput(['infer.max_image_pixels' => '200'], $code);
         $this->assertSame(
             "200 ok\n"
             . "Displace\\Infer\\InferException: the image declares 20 x 11 pixels, more than infer.max_image_pixels (200); nothing was decoded\n"
@@ -128,25 +128,11 @@ final class ImageTest extends InferTestCase
 
     public function testARefusedLimitFallsBackToTheDefaultWithAWarning(): void
     {
-        $out = $this->runPhp(['-d', 'infer.max_image_pixels=lots', '-d', 'display_startup_errors=1', '-d', 'display_errors=stdout'], <<<'PHP'
+        $out = $this->phpOutput(['infer.max_image_pixels' => 'lots', 'display_startup_errors' => '1', 'display_errors' => 'stdout'], <<<'PHP'
             try { Displace\Infer\Image::fromPixels(4097, 4096, ''); } catch (\Throwable $e) { echo $e->getMessage(), "\n"; }
             PHP);
         $this->assertStringContainsString('infer: php.ini infer.max_image_pixels = "lots" is refused: not a whole number from 1 to 4294967296; images are bounded by the default of 16777216 pixels', $out);
         $this->assertStringContainsString('the image declares 4097 x 4096 pixels, more than infer.max_image_pixels (16777216)', $out);
-    }
-
-    /** @param list<string> $args */
-    private function runPhp(array $args, string $code): string
-    {
-        $cmd = array_merge([PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension()], $args, ['-r', $code]);
-        $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        $this->assertIsResource($proc);
-        $out = stream_get_contents($pipes[1]);
-        $err = stream_get_contents($pipes[2]);
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        $this->assertSame(0, proc_close($proc), "stderr: $err");
-        return (string) $out;
     }
 
     public function testBytesThatAreNotAnImageAreRefused(): void
@@ -204,12 +190,7 @@ final class ImageTest extends InferTestCase
         file_put_contents($allowed, png(2, 2, solid(2, 2, 1, 2, 3)));
         try {
             $code = 'foreach ([$argv[1], $argv[2]] as $p) { try { echo Displace\Infer\Image::fromFile($p)->width(), "\n"; } catch (\Throwable $e) { echo get_class($e), ": ", $e->getMessage(), "\n"; } }';
-            $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-d', 'open_basedir=' . $inside, '-r', $code, $allowed, $outside];
-            $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-            $out = stream_get_contents($pipes[1]);
-            fclose($pipes[1]);
-            fclose($pipes[2]);
-            proc_close($proc);
+            $out = $this->phpOutput(['open_basedir' => $inside], $code, [$allowed, $outside]);
             $this->assertSame(
                 "2\nDisplace\\Infer\\InferException: open_basedir restriction in effect. File($outside) is not within the allowed path(s): ($inside)\n",
                 $out,

@@ -219,6 +219,30 @@ abstract class InferTestCase extends TestCase
         return Model::load($this->tempFile($bytes));
     }
 
+    /**
+     * What `-r $code` prints on stdout in a PHP process of its own with the extension and `-d` $ini (no php.ini),
+     * $args after it; the process must exit 0.
+     *
+     * @param array<string, string> $ini
+     * @param list<string> $args
+     */
+    protected function phpOutput(array $ini, string $code, array $args = []): string
+    {
+        $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension()];
+        foreach ($ini as $name => $value) {
+            array_push($cmd, '-d', "$name=$value");
+        }
+        array_push($cmd, '-r', $code, ...$args);
+        $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        $this->assertIsResource($proc);
+        $out = stream_get_contents($pipes[1]);
+        $err = stream_get_contents($pipes[2]);
+        fclose($pipes[1]);
+        fclose($pipes[2]);
+        $this->assertSame(0, proc_close($proc), "stderr: $err");
+        return (string) $out;
+    }
+
     protected function tempFile(string $bytes, string $suffix = '.gguf'): string
     {
         $base = tempnam(sys_get_temp_dir(), 'infer-test-');

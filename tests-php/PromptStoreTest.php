@@ -110,6 +110,30 @@ final class PromptStoreTest extends InferTestCase
         $this->assertSame([1, 0, 0], [$stats['hits'], $stats['misses'], $stats['writes']]);
     }
 
+    /**
+     * A prompt with an image: another process asking about the same image starts from the stored state, image
+     * included; another image finds only what comes before it, and a model loaded without that projector nothing.
+     *
+     * @group second-model
+     */
+    public function testAnImagesEvaluationIsSharedAndAnotherImageFindsOnlyWhatIsBeforeIt(): void
+    {
+        $mmproj = getenv('INFER_VISION_MODEL') ?: dirname(__DIR__) . '/models/SmolLM2-135M-colour-mmproj.gguf';
+        $load = ['mmproj' => $mmproj];
+        [[$first]] = $this->runSteps(['calls' => [[4, 'What colour is this image?', 'r']], 'load' => $load]);
+        $this->assertSame('none', $first['cache']);
+        [[$same]] = $this->runSteps(['calls' => [[4, 'Name the colour of this image.', 'r']], 'load' => $load]);
+        $this->assertSame('shared', $same['cache']);
+        // The system prompt, the user turn's opening and the image's 4 tokens.
+        $this->assertGreaterThan(self::systemTokens(4) + 4, $same['cached']);
+        [[$other]] = $this->runSteps(['calls' => [[4, 'Name the colour of this image.', 'b']], 'load' => $load]);
+        $this->assertSame('shared', $other['cache']);
+        $this->assertLessThan($same['cached'] - 3, $other['cached']);
+        $this->assertStringContainsString('blue', $other['text']);
+        [[$plain]] = $this->runSteps(['calls' => [[4, 'What colour is this image?']]]);
+        $this->assertSame(0, $plain['cached'], 'a model without the projector has another key');
+    }
+
     public function testAnotherModelFileOrATouchedOneFindsNothing(): void
     {
         $copy = $this->tempFile((string) file_get_contents(self::modelPath()));

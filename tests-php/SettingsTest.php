@@ -44,6 +44,8 @@ final class SettingsTest extends InferTestCase
             ['infer.server_idle', '-1', $number(0, 1073741824), 'the shared server stays off'],
             ['infer.server_binary', 'bin/llama-server', $relative, 'the shared server stays off'],
             ['infer.server_start_timeout', '0', $number(1, 3600), 'the shared server stays off'],
+            ['infer.server_mmproj', 'models/mmproj.gguf', $relative, 'the shared server stays off'],
+            ['infer.max_image_pixels', '0', $number(1, 4294967296), 'images are bounded by the default of 16777216 pixels'],
         ];
         $named = [];
         foreach ($cases as $case) {

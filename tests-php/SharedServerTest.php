@@ -4,6 +4,7 @@ declare(strict_types=1);
 
 namespace Displace\Infer\Tests;
 
+use Displace\Infer\Image;
 use Displace\Infer\Model;
 use Displace\Infer\ModelLoadException;
 use Displace\Infer\Prompt;
@@ -236,6 +237,24 @@ final class SharedServerTest extends InferTestCase
             $fpm->stop();
         }
         $this->assertTrue($this->waitUntilGone($record['server'], 8), 'the server stops when the last process of the installation is gone');
+    }
+
+    /**
+     * With infer.server_mmproj the shared server loads the projector: a shared model takes images, and answers
+     * as the model loaded in this process with the same projector.
+     */
+    public function testTheServersProjectorTakesImagesWithTheInProcessAnswers(): void
+    {
+        $mmproj = getenv('INFER_VISION_MODEL') ?: dirname(__DIR__) . '/models/SmolLM2-135M-colour-mmproj.gguf';
+        $answers = $this->steps(['image:r', 'image:b'], $this->ini(['infer.server_mmproj' => $mmproj]));
+        $local = Model::load(self::modelPath(), ['mmproj' => $mmproj]);
+        foreach (['r' => "\xff\x00\x00", 'b' => "\x00\x00\xff"] as $i => $rgb) {
+            $expected = $local->chat(Prompt::user([Image::fromPixels(28, 28, str_repeat($rgb, 28 * 28)), 'What colour is this image? Answer with one word.']), 16)->text();
+            $answer = $answers[$i === 'r' ? 0 : 1];
+            $this->assertArrayNotHasKey('error', $answer, json_encode($answer));
+            $this->assertSame($expected, $answer['text']);
+        }
+        $this->assertStringContainsString('blue', $answers[1]['text']);
     }
 
     public function testTwoProcessesRacingToStartItStartOne(): void

@@ -10,6 +10,7 @@ use Displace\Infer\Model;
 use Displace\Infer\ModelLoadException;
 use Displace\Infer\Prompt;
 use Displace\Infer\Schema;
+use Displace\Infer\Tests\Support\LlamaServer;
 
 use function Displace\Infer\Tests\Support\png;
 use function Displace\Infer\Tests\Support\solid;
@@ -323,16 +324,64 @@ final class VisionTest extends InferTestCase
         $dir = dirname(self::modelPath());
         $code = 'try { Displace\Infer\Model::load($argv[1], ["mmproj" => $argv[2]]); echo "loaded\n"; } catch (\Throwable $e) { echo get_class($e), ": ", $e->getMessage(), "\n"; }';
         $outside = $this->tempFile('x', '.gguf');
-        $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-d', "open_basedir=$dir", '-r', $code, self::modelPath(), $outside];
-        $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        $out = stream_get_contents($pipes[1]);
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        proc_close($proc);
+        $out = $this->phpOutput(['open_basedir' => $dir], $code, [self::modelPath(), $outside]);
         $this->assertSame(
             "Displace\\Infer\\ModelLoadException: open_basedir restriction in effect. File($outside) is not within the allowed path(s): ($dir)\n",
             $out,
         );
+    }
+
+    /**
+     * Model::connect() to llama-server started with the same projector (built from the same llama.cpp): the same
+     * greedy text as in this process, each image sent as PNG in its place.
+     */
+    public function testAConnectedLlamaServerWithTheProjectorAnswersAsInProcess(): void
+    {
+        $server = new LlamaServer(self::modelPath(), ['-c', '2048', '-np', '1', '--mmproj', self::projectorPath()]);
+        try {
+            $remote = Model::connect($server->url);
+            foreach (['r', 'g', 'b'] as $c) {
+                $prompt = Prompt::user([self::solidImage($c), self::QUESTION]);
+                $this->assertSame(
+                    self::vision()->chat($prompt, 16, temperature: 0.0)->text(),
+                    $remote->chat($prompt, 16, temperature: 0.0)->text(),
+                );
+            }
+            $two = Prompt::user(['First image: ', self::solidImage('r'), "\nSecond image: ", self::solidImage('g'), "\n" . self::ORDER]);
+            $this->assertSame(self::vision()->chat($two, 24)->text(), $remote->chat($two, 24)->text());
+            $schema = ['schema' => Schema::object(['colour' => Schema::enum(['red', 'green', 'blue'])])];
+            $json = Prompt::user([self::solidImage('g'), 'Give the colour of this image as JSON.']);
+            $this->assertSame(['colour' => 'green'], $remote->chat($json, 32, options: $schema)->json());
+            // llama.cpp's default marker typed by a user is text there too (the server marks images with a
+            // marker of its own, drawn at random when it starts).
+            $typed = Prompt::user(['<__media__>', self::solidImage('r'), ' ' . self::QUESTION]);
+            $this->assertSame(self::vision()->chat($typed, 16)->text(), $remote->chat($typed, 16)->text());
+            // Markup llama-server would read as control tokens is refused, not sent.
+            $this->assertThrows(
+                InferenceException::class,
+                'so text holding control-token markup cannot be sent with images',
+                fn () => $remote->chat(Prompt::user(['<|im_end|>', self::solidImage('r'), self::QUESTION]), 4),
+            );
+            // The connection goes on.
+            $this->assertStringContainsString('blue', $remote->chat(Prompt::user([self::solidImage('b'), self::QUESTION]), 16)->text());
+        } finally {
+            $server->stop();
+        }
+    }
+
+    public function testAServerWithoutAProjectorSaysSo(): void
+    {
+        $server = new LlamaServer(self::modelPath(), ['-c', '2048', '-np', '1']);
+        try {
+            $remote = Model::connect($server->url);
+            $this->assertThrows(
+                InferenceException::class,
+                "{$server->url} has no image projector: start llama-server with --mmproj (the shared server: infer.server_mmproj)",
+                fn () => $remote->chat(Prompt::user([self::solidImage('r'), self::QUESTION]), 4),
+            );
+        } finally {
+            $server->stop();
+        }
     }
 
     /**

@@ -214,6 +214,19 @@ impl Image {
     }
 }
 
+impl Image {
+    /// The pixels as a PNG file in base64, as servers take images.
+    pub fn png_base64(&self) -> Result<String, ImageError> {
+        use base64::Engine;
+        Ok(base64::engine::general_purpose::STANDARD.encode(self.to_png()?))
+    }
+
+    /// The pixels as a PNG `data:` URL (OpenAI's `image_url`).
+    pub fn data_url(&self) -> Result<String, ImageError> {
+        Ok(format!("data:image/png;base64,{}", self.png_base64()?))
+    }
+}
+
 fn check_size(width: u32, height: u32, max_pixels: u64) -> Result<(), ImageError> {
     if width == 0 || height == 0 {
         return Err(ImageError::NoPixels { width, height });
@@ -235,7 +248,7 @@ mod tests {
 
     const MAX: u64 = 1 << 24;
 
-    fn png(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
+    fn encoded(width: u32, height: u32, rgb: &[u8], format: ImageFormat) -> Vec<u8> {
         let mut out = Cursor::new(Vec::new());
         ::image::write_buffer_with_format(
             &mut out,
@@ -243,24 +256,18 @@ mod tests {
             width,
             height,
             ::image::ExtendedColorType::Rgb8,
-            ImageFormat::Png,
+            format,
         )
         .unwrap();
         out.into_inner()
     }
 
+    fn png(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
+        encoded(width, height, rgb, ImageFormat::Png)
+    }
+
     fn bmp(width: u32, height: u32, rgb: &[u8]) -> Vec<u8> {
-        let mut out = Cursor::new(Vec::new());
-        ::image::write_buffer_with_format(
-            &mut out,
-            rgb,
-            width,
-            height,
-            ::image::ExtendedColorType::Rgb8,
-            ImageFormat::Bmp,
-        )
-        .unwrap();
-        out.into_inner()
+        encoded(width, height, rgb, ImageFormat::Bmp)
     }
 
     fn pixels(width: u32, height: u32) -> Vec<u8> {

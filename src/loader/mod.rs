@@ -120,6 +120,7 @@ mod tests {
             }
             Ok(self.0.clone().map(|model| shared::Settings {
                 model,
+                mmproj: None,
                 slots: 1,
                 threads: 1,
                 ctx: 512,

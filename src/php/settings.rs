@@ -30,6 +30,9 @@ pub const PROMPT_CACHE_DIR_MIN_TOKENS_INI: &CStr = c"infer.prompt_cache_dir_min_
 /// `infer.server_model`: the GGUF the installation's shared llama-server
 /// serves (`Model::load($path, ['shared' => true])`); empty: no shared server.
 pub const SERVER_MODEL_INI: &CStr = c"infer.server_model";
+/// `infer.server_mmproj`: the image projector it loads beside the model
+/// (empty: none, no images).
+pub const SERVER_MMPROJ_INI: &CStr = c"infer.server_mmproj";
 /// `infer.server_slots`: the sequences it decodes together.
 pub const SERVER_SLOTS_INI: &CStr = c"infer.server_slots";
 /// `infer.server_threads`: its threads (0: llama-server's default).
@@ -69,7 +72,7 @@ pub const MAX_IMAGE_PIXELS_INI: &CStr = c"infer.max_image_pixels";
 const DEFAULT_MAX_IMAGE_PIXELS: u64 = 1 << 24;
 
 /// The entries, registered in MINIT.
-pub static INI: IniEntryDefs<19> = IniEntryDefs::new([
+pub static INI: IniEntryDefs<20> = IniEntryDefs::new([
     IniEntryDef::new(MAX_MODELS_INI, c"2", IniEntryPermission::System),
     IniEntryDef::new(PROMPT_CACHE_MB_INI, c"128", IniEntryPermission::System),
     IniEntryDef::new(
@@ -86,6 +89,7 @@ pub static INI: IniEntryDefs<19> = IniEntryDefs::new([
     ),
     IniEntryDef::new(PROMPT_CACHE_NAMESPACE_INI, c"", IniEntryPermission::System),
     IniEntryDef::new(SERVER_MODEL_INI, c"", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_MMPROJ_INI, c"", IniEntryPermission::System),
     IniEntryDef::new(SERVER_SLOTS_INI, c"4", IniEntryPermission::System),
     IniEntryDef::new(SERVER_THREADS_INI, c"0", IniEntryPermission::System),
     IniEntryDef::new(SERVER_CTX_INI, c"4096", IniEntryPermission::System),
@@ -148,7 +152,7 @@ const MIB_MAX: i64 = 1 << 20;
 const COUNT_MAX: i64 = 1 << 30;
 
 /// Every setting's rule and the feature it belongs to.
-const RULES: [(&CStr, Rule, Feature); 18] = [
+const RULES: [(&CStr, Rule, Feature); 19] = [
     (
         MAX_MODELS_INI,
         Rule::Int { min: 0, max: 1024 },
@@ -189,6 +193,7 @@ const RULES: [(&CStr, Rule, Feature); 18] = [
     ),
     (PROMPT_CACHE_NAMESPACE_INI, Rule::Name, Feature::Store),
     (SERVER_MODEL_INI, Rule::AbsolutePath, Feature::SharedServer),
+    (SERVER_MMPROJ_INI, Rule::AbsolutePath, Feature::SharedServer),
     (
         SERVER_SLOTS_INI,
         Rule::Int { min: 1, max: 256 },
@@ -462,6 +467,7 @@ pub fn shared_server() -> Result<Option<crate::remote::shared::Settings>, Refuse
         .unwrap_or_else(|| beside.join("infer-serve"));
     Ok(Some(crate::remote::shared::Settings {
         model: PathBuf::from(model),
+        mmproj: path(SERVER_MMPROJ_INI),
         slots: count(SERVER_SLOTS_INI),
         threads: count(SERVER_THREADS_INI),
         ctx: count(SERVER_CTX_INI),

@@ -13,6 +13,12 @@ pub struct Props {
     pub template: Option<String>,
     pub bos: String,
     pub eos: String,
+    /// Whether it was started with an image projector (`--mmproj`).
+    pub vision: bool,
+    /// What stands for an image in its multimodal prompts: a marker drawn
+    /// at random when it starts (`None`: a server that does not say, which
+    /// reads llama.cpp's default `<__media__>`).
+    pub media_marker: Option<String>,
 }
 
 impl Props {
@@ -35,6 +41,11 @@ impl Props {
             template,
             bos: text("bos_token"),
             eos: text("eos_token"),
+            vision: props
+                .pointer("/modalities/vision")
+                .and_then(Json::as_bool)
+                .unwrap_or(false),
+            media_marker: Some(text("media_marker")).filter(|m| !m.is_empty()),
         })
     }
 }

@@ -41,7 +41,7 @@ use self::http::{Http, HttpConfig};
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::params::GenerateParams;
 use crate::backend::{Prompt, Prompts};
-use crate::chat::plain_text::{render_segments, Inputs, Markup, Segments};
+use crate::chat::plain_text::{render_segments, Inputs, Markup, Piece, Segments, IMAGE_MARKER};
 use crate::chat::reasoning::Parts;
 use crate::chat::{ChatError, Message, Renderer};
 use crate::private_dir::PrivateDir;
@@ -118,6 +118,8 @@ struct LlamaServerInfo {
     template: Option<String>,
     bos: String,
     eos: String,
+    vision: bool,
+    media_marker: Option<String>,
 }
 
 /// A connected model.
@@ -184,6 +186,8 @@ impl Remote {
                         template: info.template,
                         bos: info.bos,
                         eos: info.eos,
+                        vision: info.vision,
+                        media_marker: info.media_marker,
                     }),
                 )
             }
@@ -275,15 +279,15 @@ impl Remote {
             EngineKind::LlamaServer => {
                 let segments = self.chat_segments(messages, &params)?;
                 let parts = Parts::after_prompt(&segments.text());
+                if segments.images().next().is_some() {
+                    return self.complete_with_images(&segments, params, Some(parts));
+                }
                 let tokens = self.segment_tokens(&segments)?;
                 self.complete_tokens(tokens, params, Some(parts))
             }
             EngineKind::Vllm | EngineKind::Sglang => {
                 if messages.is_empty() {
                     return Err(ChatError::NoMessages.into());
-                }
-                if messages.iter().any(|m| !m.images.is_empty()) {
-                    return Err(no_images_yet());
                 }
                 let body = openai::chat_request(self.engine, &self.model, messages, &params)?;
                 self.start_openai(
@@ -483,8 +487,97 @@ impl Remote {
         segments.tokens(
             info.renderer.writes_bos(),
             |text, add_bos, special| self.tokenize(text, add_bos, special),
-            no_images_yet,
+            || InferenceError::ImageFailed {
+                detail: "internal: images reached the token path".into(),
+            },
         )
+    }
+
+    /// Start llama-server's completion of a prompt with images: its
+    /// multimodal prompt, one string in which the server's media marker
+    /// stands for each image (sent as PNG). The server reads that string with
+    /// special tokens parsed, so a prompt whose text holds control-token
+    /// markup (or the marker) is refused here rather than read as what it is
+    /// not.
+    fn complete_with_images(
+        &self,
+        segments: &Segments,
+        params: GenerateParams,
+        parts: Option<Parts>,
+    ) -> InferenceResult<RemoteStream> {
+        let info = self.llama()?;
+        if !info.vision {
+            return Err(InferenceError::ImageFailed {
+                detail: format!(
+                    "{} has no image projector: start llama-server with --mmproj (the shared server: infer.server_mmproj)",
+                    self.http.shown()
+                ),
+            });
+        }
+        let marker = info.media_marker.as_deref().unwrap_or(IMAGE_MARKER);
+        let refused = |why: &str| {
+            InferenceError::ImageFailed {
+            detail: format!("llama-server reads a prompt with images as one text with special tokens parsed and {marker} as an image's place, so {why} cannot be sent with images; send the text without the images, or load the model in this process"),
+        }
+        };
+        let mut text = String::new();
+        for piece in segments.pieces() {
+            match piece {
+                Piece::Plain(_) => return Err(refused("text holding control-token markup")),
+                Piece::Template(t) if t.contains(marker) => {
+                    return Err(refused(&format!("text holding {marker}")))
+                }
+                Piece::Template(t) => text.push_str(t),
+                Piece::Image(_) => text.push_str(marker),
+            }
+        }
+        // The server adds the BOS its tokenizer asks for: a template that
+        // writes it itself must not give it twice.
+        if info.renderer.writes_bos() && !info.bos.is_empty() {
+            if let Some(rest) = text.strip_prefix(info.bos.as_str()) {
+                text = rest.to_owned();
+            }
+        }
+        // The images' tokens are the server's to count: the context is
+        // checked with the text's, and the server refuses the rest.
+        let mut counted = segments.images().count();
+        for (piece, _) in segments.parts() {
+            counted += self.tokenize(piece, false, true)?.len();
+        }
+        let n_predict = self.budget(counted, &params)?;
+        if n_predict == 0 {
+            return Ok(RemoteStream::ended_at_context(counted as u32, parts));
+        }
+        let files = segments
+            .images()
+            .map(|image| {
+                image.png_base64().map_err(|e| InferenceError::ImageFailed {
+                    detail: e.to_string(),
+                })
+            })
+            .collect::<InferenceResult<Vec<String>>>()?;
+        let mut body = llama_server::completion_request(&[], &params, n_predict);
+        body["prompt"] = json!({"prompt_string": text, "multimodal_data": files});
+        self.stream_completion(&body, &params, counted as u32, parts)
+    }
+
+    /// Post `body` to llama-server's `/completion` and read its events.
+    fn stream_completion(
+        &self,
+        body: &Json,
+        params: &GenerateParams,
+        prompt_tokens: u32,
+        parts: Option<Parts>,
+    ) -> InferenceResult<RemoteStream> {
+        let events = self.http.post_events("/completion", body)?;
+        Ok(RemoteStream::new(
+            events,
+            stream::Wire::LlamaServer,
+            self.http.shown().to_owned(),
+            params.stop_check,
+            prompt_tokens,
+            parts,
+        ))
     }
 
     /// Check the context, then start llama-server's completion of `tokens`.
@@ -500,15 +593,7 @@ impl Remote {
             return Ok(RemoteStream::ended_at_context(prompt_tokens, parts));
         }
         let body = llama_server::completion_request(&tokens, &params, n_predict);
-        let events = self.http.post_events("/completion", &body)?;
-        Ok(RemoteStream::new(
-            events,
-            stream::Wire::LlamaServer,
-            self.http.shown().to_owned(),
-            params.stop_check,
-            prompt_tokens,
-            parts,
-        ))
+        self.stream_completion(&body, &params, prompt_tokens, parts)
     }
 
     fn start_openai(
@@ -628,12 +713,5 @@ fn choose_model(
                 available: available(),
             }),
         },
-    }
-}
-
-/// Images reach a connected server in a later version.
-fn no_images_yet() -> InferenceError {
-    InferenceError::ImageFailed {
-        detail: "a model reached with Model::connect() takes no images yet".into(),
     }
 }

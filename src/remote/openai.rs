@@ -13,11 +13,11 @@ use serde_json::{json, Map, Value as Json};
 use super::dialect;
 use super::llama_server::floats;
 use super::EngineKind;
-use crate::backend::error::InferenceResult;
+use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::params::{Constraint, GenerateParams};
 use crate::backend::FinishReason;
 use crate::backend::RemoteError;
-use crate::chat::Message;
+use crate::chat::{Message, Part};
 
 /// A model a server lists.
 #[derive(Debug, Clone, PartialEq)]
@@ -149,10 +149,10 @@ pub fn chat_request(
     params: &GenerateParams,
 ) -> InferenceResult<Json> {
     let mut body = sampling(engine, model, params)?;
-    let messages: Vec<Json> = messages
+    let messages = messages
         .iter()
-        .map(|m| json!({"role": m.role.as_str(), "content": m.content}))
-        .collect();
+        .map(|m| Ok(json!({"role": m.role.as_str(), "content": content(m)?})))
+        .collect::<InferenceResult<Vec<Json>>>()?;
     body.insert("messages".into(), Json::Array(messages));
     if !params.template_vars.is_empty() {
         body.insert(
@@ -161,6 +161,28 @@ pub fn chat_request(
         );
     }
     Ok(Json::Object(body))
+}
+
+/// A message's content: its text, or for a message with images the list of
+/// its parts, each image a PNG `data:` URL.
+fn content(message: &Message) -> InferenceResult<Json> {
+    if message.images.is_empty() {
+        return Ok(json!(message.content));
+    }
+    message
+        .parts()
+        .into_iter()
+        .map(|part| match part {
+            Part::Text(text) => Ok(json!({"type": "text", "text": text})),
+            Part::Image(image) => {
+                let url = image.data_url().map_err(|e| InferenceError::ImageFailed {
+                    detail: e.to_string(),
+                })?;
+                Ok(json!({"type": "image_url", "image_url": {"url": url}}))
+            }
+        })
+        .collect::<InferenceResult<Vec<Json>>>()
+        .map(Json::Array)
 }
 
 /// A `/v1/completions` request.

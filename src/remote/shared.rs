@@ -87,6 +87,8 @@ pub fn default_dir() -> PathBuf {
 pub struct Settings {
     /// The model it serves.
     pub model: PathBuf,
+    /// Its image projector (`--mmproj`), if any.
+    pub mmproj: Option<PathBuf>,
     /// Sequences decoded together (`--parallel`).
     pub slots: u32,
     /// Threads (`--threads`); 0: llama-server's default.
@@ -111,8 +113,9 @@ impl Settings {
     /// started with others is replaced.
     pub fn tag(&self) -> String {
         format!(
-            "{}|{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{}",
             self.model.display(),
+            self.mmproj.as_deref().unwrap_or(Path::new("")).display(),
             self.slots,
             self.threads,
             self.ctx,
@@ -304,6 +307,10 @@ fn start(
         "--cache-ram".into(),
         "0".into(),
     ];
+    if let Some(mmproj) = &settings.mmproj {
+        server_args.push("--mmproj".into());
+        server_args.push(mmproj.display().to_string());
+    }
     if settings.threads > 0 {
         server_args.push("--threads".into());
         server_args.push(settings.threads.to_string());

@@ -193,6 +193,45 @@ fn vllm_is_detected_and_gets_the_grammar_in_structured_outputs() {
 }
 
 #[test]
+fn images_go_to_an_openai_server_as_png_data_urls_in_their_places() {
+    use crate::chat::image::Image;
+    use crate::chat::Part;
+    use base64::Engine;
+    let server = vllm(fixture!("vllm-chat-stream.txt"));
+    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+    let rgb: Vec<u8> = (0..4 * 3 * 3).map(|i| (i * 11) as u8).collect();
+    let image = Image::from_rgb(4, 3, rgb.clone(), 1 << 20).unwrap();
+    let message = Message::from_parts(
+        Role::User,
+        vec![
+            Part::Text("What is this? ".into()),
+            Part::Image(image),
+            Part::Text(" Be brief.".into()),
+        ],
+    );
+    remote.chat(&[message], &GenerateParams::default()).unwrap();
+    let body = server.body("/v1/chat/completions");
+    let content = &body["messages"][0]["content"];
+    assert_eq!(
+        content[0],
+        json!({"type": "text", "text": "What is this? "})
+    );
+    assert_eq!(content[2], json!({"type": "text", "text": " Be brief."}));
+    assert_eq!(content[1]["type"], json!("image_url"));
+    let url = content[1]["image_url"]["url"].as_str().unwrap();
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(url.strip_prefix("data:image/png;base64,").unwrap())
+        .unwrap();
+    // What the server gets decodes to the pixels given (read by the image
+    // crate's decoder, not by this crate).
+    let decoded = ::image::load_from_memory_with_format(&png, ::image::ImageFormat::Png)
+        .unwrap()
+        .into_rgb8();
+    assert_eq!((decoded.width(), decoded.height()), (4, 3));
+    assert_eq!(decoded.into_raw(), rgb);
+}
+
+#[test]
 fn sglang_gets_ebnf_and_its_matched_stop_is_read() {
     let server = sglang(fixture!("sglang-chat-stream.txt"));
     let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();

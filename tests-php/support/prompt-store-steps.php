@@ -1,12 +1,14 @@
 <?php
 
 // One process of the shared prompt store's tests. argv[1] is a JSON object:
-// {"model": path, "calls": [[system prompt number, question], …], and
-// optionally "parallel"}. Prints one JSON line per call ({text, cached, prompt,
+// {"model": path, "calls": [[system prompt number, question, (image colour
+// 'r', 'g' or 'b', before the question)], …], and optionally "parallel" and
+// "load" (Model::load()'s options)}. Prints one JSON line per call ({text, cached, prompt,
 // cache}) and then the shared store's phpinfo() figures.
 
 declare(strict_types=1);
 
+use Displace\Infer\Image;
 use Displace\Infer\Model;
 use Displace\Infer\Prompt;
 
@@ -14,7 +16,11 @@ require __DIR__ . '/prompt-cache-prompts.php';
 
 $job = json_decode($argv[1], true, flags: JSON_THROW_ON_ERROR);
 $model = Model::load($job['model'], $job['load'] ?? []);
-$prompts = array_map(fn ($c) => Prompt::system(prompt_cache_system($c[0]))->withUser($c[1]), $job['calls']);
+$image = fn (string $c) => Image::fromPixels(28, 28, str_repeat(['r' => "\xff\x00\x00", 'g' => "\x00\xff\x00", 'b' => "\x00\x00\xff"][$c], 28 * 28));
+$prompts = array_map(
+    fn ($c) => Prompt::system(prompt_cache_system($c[0]))->withUser(isset($c[2]) ? [$image($c[2]), $c[1]] : $c[1]),
+    $job['calls'],
+);
 // "parallel": the calls as one chatMany() of that many sequences at a time.
 $responses = isset($job['parallel'])
     ? $model->chatMany($prompts, maxTokens: 8, options: ['parallel' => $job['parallel']])

@@ -5,7 +5,7 @@
 
 declare(strict_types=1);
 
-use Displace\Infer\{Model, Prompt};
+use Displace\Infer\{Image, Model, Prompt};
 
 $path = $argv[1];
 $schema = ['type' => 'object', 'properties' => ['fruit' => ['type' => 'string', 'maxLength' => 20]], 'required' => ['fruit']];
@@ -20,6 +20,12 @@ foreach (array_slice($argv, 2) as $step) {
                 $m = $model();
                 $out['info'] = $m->info();
                 $out['text'] = $m->chat(Prompt::user('Name a fruit.'), 16)->text();
+                break;
+            case 'image':
+                // image:r|g|b — a 28 x 28 image of that colour, asked its colour.
+                $rgb = ['r' => "\xff\x00\x00", 'g' => "\x00\xff\x00", 'b' => "\x00\x00\xff"][$args[0]];
+                $image = Image::fromPixels(28, 28, str_repeat($rgb, 28 * 28));
+                $out['text'] = $model()->chat(Prompt::user([$image, 'What colour is this image? Answer with one word.']), 16)->text();
                 break;
             case 'schema':
                 $out['text'] = $model()->chat(Prompt::user('Name a fruit.'), 32, options: ['schema' => $schema])->text();
