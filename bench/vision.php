@@ -7,7 +7,8 @@
 //
 // llama-mtmd-cli's figure is its compute, from its own log: the projector's
 // encoding ("mtmd batch encoding done in N ms") plus llama.cpp's prompt eval,
-// eval and sampling times (--perf); its model loading is left out. The
+// eval and sampling times (--perf -lv 4); its model loading and warm-up (on,
+// its default, which also warms the projector) are left out. The
 // extension's figure is the wall time of chat() (rendering, tokenizing,
 // encoding, evaluating, sampling), the model loaded before. Each side runs
 // ROUNDS times, alternating, and the medians are compared.
@@ -42,12 +43,13 @@ $cli_run = function () use ($cli, $model_path, $mmproj, $png, $question, $n, $th
     [$code, $out, $err] = run_command([
         $cli, '-m', $model_path, '--mmproj', $mmproj, '--image', $png, '-p', $question, '--temp', '0',
         '-n', (string) $n, '-t', (string) $threads, '-tb', (string) $threads, '-fa', 'off', '--jinja',
-        '--no-warmup', '--perf',
+        '--perf', '-lv', '4',
     ]);
     $ms = fn (string $what) => preg_match("/$what\\s*=\\s*([0-9.]+) ms/", $err, $m) ? (float) $m[1] : NAN;
     $encode = preg_match('/mtmd batch encoding done in (\d+) ms/', $err, $m) ? (float) $m[1] : NAN;
     $prompt = $ms('prompt eval time');
-    $compute = $encode + $prompt + $ms('(?<!prompt )eval time') + $ms('sampling time');
+    $sampling = preg_match('/sampling time\s*=\s*([0-9.]+) ms/', $err, $m) ? (float) $m[1] : 0.0;
+    $compute = $encode + $prompt + $ms('(?<!prompt )eval time') + $sampling;
     if ($code !== 0 || is_nan($compute)) {
         fwrite(STDERR, "llama-mtmd-cli failed ($code):\n$err\n");
         exit(1);
