@@ -274,7 +274,8 @@ final class Model
      *      'file_size' => bytes, 'parameters', 'quantization' => 'Q4_1', 'Q4_K_M', …, 'vision' => whether an image
      *      projector is loaded, 'mmproj' => its path or null]
      *
-     * For a connected model: ['backend' => 'remote', 'engine', 'url', 'model', 'context_length'].
+     * For a connected model: ['backend' => 'remote', 'engine', 'url', 'model', 'context_length', 'vision' => whether
+     * llama-server has an image projector (null for vLLM and SGLang, which do not say)].
      *
      * @throws InferenceException when the model has been closed
      */

@@ -349,6 +349,7 @@ final class VisionTest extends InferTestCase
         $server = new LlamaServer(self::modelPath(), ['-c', '2048', '-np', '1', '--mmproj', self::projectorPath()]);
         try {
             $remote = Model::connect($server->url);
+            $this->assertTrue($remote->info()['vision']);
             // A fresh model here and a fresh server with one slot, given the same calls in the same order, reuse
             // the same prefixes of each prompt (see ask()).
             $local = Model::load(self::modelPath(), ['mmproj' => self::projectorPath()]);
@@ -386,6 +387,7 @@ final class VisionTest extends InferTestCase
         $server = new LlamaServer(self::modelPath(), ['-c', '2048', '-np', '1']);
         try {
             $remote = Model::connect($server->url);
+            $this->assertFalse($remote->info()['vision']);
             $this->assertThrows(
                 InferenceException::class,
                 "{$server->url} has no image projector: start llama-server with --mmproj (the shared server: infer.server_mmproj)",

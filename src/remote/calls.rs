@@ -173,6 +173,9 @@ impl Backend for Remote {
             "model": self.model_name(),
             "context_length": self.trained_ctx,
             "shared": self.shared_server_pid().is_some(),
+            // llama-server says whether it has an image projector; the
+            // others do not (null).
+            "vision": self.vision(),
         });
         if let (Some(pid), Some(map)) = (self.shared_server_pid(), info.as_object_mut()) {
             map.insert("server_pid".to_owned(), json!(pid));

@@ -396,6 +396,12 @@ impl Remote {
         }
     }
 
+    /// Whether the server takes images (llama-server started with
+    /// `--mmproj`); `None` for a server that does not say.
+    pub fn vision(&self) -> Option<bool> {
+        self.llama.as_ref().map(|info| info.vision)
+    }
+
     fn llama(&self) -> InferenceResult<&LlamaServerInfo> {
         self.llama.as_ref().ok_or_else(|| {
             RemoteError::Unsupported {
