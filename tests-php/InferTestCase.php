@@ -233,13 +233,23 @@ abstract class InferTestCase extends TestCase
             array_push($cmd, '-d', "$name=$value");
         }
         array_push($cmd, '-r', $code, ...$args);
-        $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+        return $this->commandOutput($cmd);
+    }
+
+    /**
+     * What $cmd prints on stdout (stdin empty); it must exit 0.
+     *
+     * @param list<string> $cmd
+     */
+    protected function commandOutput(array $cmd): string
+    {
+        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
         $this->assertIsResource($proc);
         $out = stream_get_contents($pipes[1]);
         $err = stream_get_contents($pipes[2]);
         fclose($pipes[1]);
         fclose($pipes[2]);
-        $this->assertSame(0, proc_close($proc), "stderr: $err");
+        $this->assertSame(0, proc_close($proc), basename($cmd[0]) . " failed; stderr:\n$err");
         return (string) $out;
     }
 

@@ -83,14 +83,7 @@ final class VisionTest extends InferTestCase
             array_push($cmd, '--image', $this->tempFile($png, '.png'));
         }
         array_push($cmd, '-p', $question, '--temp', '0', '-n', (string) $n, '-fa', 'off', '-t', '2', '--jinja', '--no-warmup');
-        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
-        $this->assertIsResource($proc);
-        $out = stream_get_contents($pipes[1]);
-        $err = stream_get_contents($pipes[2]);
-        fclose($pipes[1]);
-        fclose($pipes[2]);
-        $this->assertSame(0, proc_close($proc), "llama-mtmd-cli failed:\n$err");
-        return trim((string) $out);
+        return trim($this->commandOutput($cmd));
     }
 
     /**

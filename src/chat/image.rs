@@ -78,14 +78,15 @@ impl PartialEq for Image {
 
 impl Eq for Image {}
 
-fn format_name(format: ImageFormat) -> &'static str {
+/// The name of a format this build decodes; `None` for the others.
+fn format_name(format: ImageFormat) -> Option<&'static str> {
     match format {
-        ImageFormat::Png => "PNG",
-        ImageFormat::Jpeg => "JPEG",
-        ImageFormat::Gif => "GIF",
-        ImageFormat::WebP => "WebP",
-        ImageFormat::Bmp => "BMP",
-        _ => "other",
+        ImageFormat::Png => Some("PNG"),
+        ImageFormat::Jpeg => Some("JPEG"),
+        ImageFormat::Gif => Some("GIF"),
+        ImageFormat::WebP => Some("WebP"),
+        ImageFormat::Bmp => Some("BMP"),
+        _ => None,
     }
 }
 
@@ -100,10 +101,7 @@ impl Image {
             return Err(ImageError::Empty);
         }
         let format = ::image::guess_format(bytes).map_err(|_| ImageError::UnknownFormat)?;
-        let name = format_name(format);
-        if name == "other" {
-            return Err(ImageError::UnknownFormat);
-        }
+        let name = format_name(format).ok_or(ImageError::UnknownFormat)?;
         let damaged = |e: ::image::ImageError| ImageError::Damaged {
             format: name,
             detail: e.to_string(),

@@ -29,29 +29,23 @@ impl Prompt {
     /// This transcript plus a message. The content arrives as bytes so that
     /// text that is not UTF-8 gets a clear error rather than a TypeError.
     fn with(&self, role: Role, content: Binary<u8>) -> PhpResult<Self> {
-        let content = convert::utf8(content.into()).map_err(|offset| {
-            infer_exception(format!(
-                "message content is not valid UTF-8 (invalid byte at offset {offset})"
-            ))
-        })?;
-        let mut messages = self.messages.clone();
-        messages.push(engine::Message::new(role, content));
-        Ok(Self { messages })
+        let content = text_arg(content, "message content")?;
+        Ok(self.pushed(engine::Message::new(role, content)))
     }
-}
 
-impl Prompt {
+    /// This transcript plus `message`.
+    fn pushed(&self, message: engine::Message) -> Self {
+        let mut messages = self.messages.clone();
+        messages.push(message);
+        Self { messages }
+    }
+
     /// This transcript plus a message whose content is a string or a list
     /// of strings and images.
     fn with_parts(&self, role: Role, content: &Zval) -> PhpResult<Self> {
         let content = content.dereference();
         let message = if let Some(bytes) = convert::string_bytes(content) {
-            let text = convert::utf8(bytes.to_vec()).map_err(|offset| {
-                infer_exception(format!(
-                    "message content is not valid UTF-8 (invalid byte at offset {offset})"
-                ))
-            })?;
-            engine::Message::new(role, text)
+            engine::Message::new(role, text_arg(bytes.to_vec(), "message content")?)
         } else if let Some(table) = content.array() {
             let items = convert::list_items(table).map_err(|(position, key)| {
                 type_error(format!(
@@ -70,9 +64,7 @@ impl Prompt {
                 convert::describe_kind(content)
             )));
         };
-        let mut messages = self.messages.clone();
-        messages.push(message);
-        Ok(Self { messages })
+        Ok(self.pushed(message))
     }
 }
 
@@ -80,13 +72,7 @@ impl Prompt {
 fn part_of(index: usize, item: &Zval) -> PhpResult<Part> {
     let item = item.dereference();
     if let Some(bytes) = convert::string_bytes(item) {
-        return convert::utf8(bytes.to_vec())
-            .map(Part::Text)
-            .map_err(|offset| {
-                infer_exception(format!(
-                    "message content[{index}] is not valid UTF-8 (invalid byte at offset {offset})"
-                ))
-            });
+        return text_arg(bytes.to_vec(), &format!("message content[{index}]")).map(Part::Text);
     }
     if let Some(image) = <&Image>::from_zval(item) {
         return Ok(Part::Image(image.inner.clone()));
@@ -97,8 +83,8 @@ fn part_of(index: usize, item: &Zval) -> PhpResult<Part> {
     )))
 }
 
-/// A string argument as UTF-8 text.
-fn text_arg(bytes: Binary<u8>, name: &str) -> PhpResult<String> {
+/// A string argument (or a list's string) as UTF-8 text.
+fn text_arg(bytes: impl Into<Vec<u8>>, name: &str) -> PhpResult<String> {
     convert::utf8(bytes.into()).map_err(|offset| {
         infer_exception(format!(
             "{name} is not valid UTF-8 (invalid byte at offset {offset})"
@@ -219,9 +205,7 @@ impl Prompt {
                 "calls must hold at least one call".to_owned(),
             ));
         }
-        let mut messages = self.messages.clone();
-        messages.push(engine::Message::calling(out));
-        Ok(Self { messages })
+        Ok(self.pushed(engine::Message::calling(out)))
     }
 
     /// This transcript plus the result of the call `callId` (a `tool`
@@ -247,9 +231,7 @@ impl Prompt {
         }
         let content = text_arg(content, "content")?;
         let name = name.map(|n| text_arg(n, "name")).transpose()?;
-        let mut messages = self.messages.clone();
-        messages.push(engine::Message::tool_result(id, content, name));
-        Ok(Self { messages })
+        Ok(self.pushed(engine::Message::tool_result(id, content, name)))
     }
 
     /// The messages, oldest first.

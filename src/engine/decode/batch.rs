@@ -234,6 +234,16 @@ pub fn run(
             }
         }
 
+        // The images the reading sequences have come to, each evaluated on
+        // its own (embeddings, not tokens).
+        match read_images(ctx, &mut slots) {
+            Err(InferenceError::Aborted) => {
+                time_out(&mut slots, &mut queue, &mut results, params);
+                break;
+            }
+            other => other?,
+        }
+
         // One batch. Prompts first: while a sequence is still reading its
         // prompt, the batch carries only prompt tokens (as many as fit), and
         // the generating sequences wait with their pending token. Mixing one
@@ -248,15 +258,6 @@ pub fn run(
         // their sampled one) is evaluated in several micro-batches, each a
         // pass over the weights. A sequence with more keeps the rest for the
         // next steps, without logits until its last.
-        // The images the reading sequences have come to, each evaluated on
-        // its own (embeddings, not tokens).
-        match read_images(ctx, &mut slots) {
-            Err(InferenceError::Aborted) => {
-                time_out(&mut slots, &mut queue, &mut results, params);
-                break;
-            }
-            other => other?,
-        }
         batch.clear();
         let (reading, each) = match turn(slots.iter().flatten().map(|s| s.pending.len())) {
             Turn::Read => (true, usize::MAX),
@@ -425,7 +426,7 @@ fn restore_prefix(
     let Some(hit) = &lookup.hit else {
         return (0, CacheSource::None, lookup);
     };
-    let keep = prompt.boundary(hit.common.min(prompt.len().saturating_sub(1)));
+    let keep = prompt.reusable(hit.common);
     if !ctx.restore_sequence(seq, &hit.state) {
         prefix_cache::discard(owner, ctx.streams(), &hit.tokens);
         return (0, CacheSource::None, lookup);

@@ -118,19 +118,22 @@ impl Input {
         self.tokens.is_empty()
     }
 
-    pub fn has_images(&self) -> bool {
-        !self.images.is_empty()
-    }
-
     /// The text tokens alone (the images left out): what is read back as
     /// text.
     pub fn text_tokens(&self) -> Vec<LlamaToken> {
         self.tokens.iter().copied().filter(|t| t.0 >= 0).collect()
     }
 
+    /// How many of the first `shared` positions (held already) may be kept
+    /// before the prompt is evaluated: never its last (evaluated for its
+    /// logits), never part of an image.
+    pub fn reusable(&self, shared: usize) -> usize {
+        self.boundary(shared.min(self.len().saturating_sub(1)))
+    }
+
     /// `n`, or the start of the image that position `n` falls inside: a
     /// prefix of the prompt that can be kept (an image is read whole).
-    pub fn boundary(&self, n: usize) -> usize {
+    fn boundary(&self, n: usize) -> usize {
         self.images
             .iter()
             .find(|p| p.start < n && n < p.end())
@@ -223,6 +226,10 @@ mod tests {
     fn an_input_of_text_alone_is_one_run() {
         let input = Input::from(vec![LlamaToken(1), LlamaToken(2), LlamaToken(3)]);
         assert_eq!(input.boundary(2), 2);
+        assert_eq!(
+            (input.reusable(2), input.reusable(3), input.reusable(9)),
+            (2, 2, 2)
+        );
         assert_eq!(input.text_until(1), 3);
         let runs = input.runs(1);
         assert!(matches!(runs.as_slice(), [Run::Text { start: 1, tokens }] if tokens.len() == 2));

@@ -169,16 +169,9 @@ impl Session {
             }
         }
         // An image is read whole: a prefix kept ends before or after one.
-        let mut keep = input.boundary(shared.min(prompt.len().saturating_sub(1)));
+        let mut keep = input.reusable(shared);
         if keep < self.cached.len() {
-            if self.ctx.forget_from(keep) {
-                self.cached.truncate(keep);
-            } else {
-                // The memory cannot drop a partial range: start over.
-                self.ctx.clear();
-                self.cached.clear();
-                keep = 0;
-            }
+            keep = self.keep_first(keep);
         }
         let n_batch = self.ctx.batch_capacity();
         self.prompt_logits = None;
@@ -224,7 +217,7 @@ impl Session {
         if !self.ctx.restore_sequence(0, &hit.state) {
             return false;
         }
-        let keep = input.boundary(hit.common.min(input.len().saturating_sub(1)));
+        let keep = input.reusable(hit.common);
         if keep < hit.tokens.len() && !self.ctx.forget_from(keep) {
             self.ctx.clear();
             return false;
@@ -309,17 +302,13 @@ impl Session {
             Err(InferenceError::Aborted) => {
                 // Stopped part-way: drop what this batch left in the cache,
                 // so that the cache holds exactly `cached` again.
-                if !self.ctx.forget_from(self.cached.len()) {
-                    self.ctx.clear();
-                    self.cached.clear();
-                }
+                self.keep_first(self.cached.len());
                 Err(InferenceError::Aborted)
             }
             Err(e) => Err(e),
         }
     }
 
-    /// The stop check the next evaluations ask between graph nodes.
     /// Evaluate the image `placed` of `input` at the end of what the
     /// session holds (its start).
     fn decode_image(&mut self, input: &Input, placed: &Placed) -> InferenceResult<()> {
@@ -333,15 +322,27 @@ impl Session {
             }
             Err(e) => {
                 // Part of the image may be in the memory: drop it.
-                if !self.ctx.forget_from(start) {
-                    self.ctx.clear();
-                    self.cached.clear();
-                }
+                self.keep_first(start);
                 Err(e)
             }
         }
     }
 
+    /// Keep the first `len` tokens in the memory (as `cached` records them)
+    /// and drop the rest; when the memory cannot drop a partial range, start
+    /// over empty. How many are kept.
+    fn keep_first(&mut self, len: usize) -> usize {
+        if self.ctx.forget_from(len) {
+            self.cached.truncate(len);
+            len
+        } else {
+            self.ctx.clear();
+            self.cached.clear();
+            0
+        }
+    }
+
+    /// The stop check the next evaluations ask between graph nodes.
     pub fn set_stop(&mut self, check: StopCheck) {
         self.ctx.set_stop(check);
     }

@@ -361,11 +361,13 @@ pub fn decode_image(
         let mut seq_ids = vec![seq as i32; count];
         let mut seq_ptrs: Vec<*mut i32> = seq_ids.iter_mut().map(std::ptr::from_mut).collect();
         let mut logits = vec![0i8; count];
-        let mut rows = embd[from * n_embd..(from + count) * n_embd].to_vec();
+        let rows = &embd[from * n_embd..(from + count) * n_embd];
         let batch = sys::llama_batch {
             n_tokens: count as i32,
             token: std::ptr::null_mut(),
-            embd: rows.as_mut_ptr(),
+            // llama_decode reads a batch and never writes it: the rows are
+            // lent, not copied.
+            embd: rows.as_ptr().cast_mut(),
             pos: pos.as_mut_ptr(),
             n_seq_id: n_seq_id.as_mut_ptr(),
             seq_id: seq_ptrs.as_mut_ptr(),
@@ -373,7 +375,7 @@ pub fn decode_image(
         };
         // SAFETY: every array holds `count` entries (the embeddings
         // `count * n_embd`, the model's input width) and lives to the end of
-        // the call.
+        // the call; llama.cpp only reads the embeddings, borrowed here.
         result = unsafe { ctx.decode_raw(batch) };
         from += count;
     }
