@@ -125,7 +125,7 @@ final class Model
      * @param int $nCtx context size in tokens (>= 1, at most contextLength())
      * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
      * @param int $seed the same seed gives the same output
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
      *        fast_forward: append what the schema or grammar forces (keys, punctuation, the rest of an enum value)
      *        without sampling it, evaluated in one batch (default true); false samples every token, as llama.cpp's
      *        tools and llama-server do.
@@ -157,7 +157,7 @@ final class Model
      * Complete $prompt as plain text: no chat template, no reasoning split.
      *
      * @param bool $addBos add the tokens the model's tokenizer puts at the start of a sequence (BOS)
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int} $options
      * @throws InferenceException
      */
     public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}
@@ -171,7 +171,7 @@ final class Model
      * While the stream is open (not iterated to the end, cancelled or destroyed), every other call on this model
      * (chat(), raw(), another stream, close(), ...) throws InferenceException.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
      * @throws InferenceException when the stream cannot start (the errors of chat() that come before generation)
      */
     public function stream(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Stream {}
@@ -180,7 +180,7 @@ final class Model
      * Stream the plain-text completion of $prompt: the arguments of raw(), and a Stream whose pieces are keyed
      * 'text' and put together are what raw() returns.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int} $options
      * @throws InferenceException
      */
     public function rawStream(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): Stream {}
@@ -194,7 +194,7 @@ final class Model
      *
      * @param list<Prompt> $prompts a list (keys 0, 1, 2, ... in order; pass array_values() of another array)
      * @param int $nCtx the context of each prompt, as in chat(); the shared context is sized from it
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array, parallel?: int} $options
      *        the options of chat(), plus parallel: how many prompts are decoded at a time (int from 1 to 256,
      *        default 32); when there are more prompts, a sequence that finishes takes the next prompt at once.
      *        cache_prompt: each prompt starts from a prefix the process keeps, saved by a context of as many
@@ -210,7 +210,7 @@ final class Model
      * raw() returns for that prompt alone.
      *
      * @param list<string> $prompts a list of strings (keys 0, 1, 2, ... in order)
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, parallel?: int} $options
      *        as for chatMany()
      * @return list<string> in the order of $prompts
      * @throws InferenceException
@@ -630,6 +630,18 @@ final class Response
     public function timings(): array {}
 
     /**
+     * Each generated token's log-probability and the most likely tokens at its place, when the call asked for
+     * them ('logprobs' => true, 'top_logprobs' => 0 to 20); null when it did not. OpenAI's shape, with
+     * llama-server's 'id' and whether the token was forced by the constraint (probability 1 under the mask,
+     * logprob 0.0). By default the probabilities are the model's own (a softmax of its logits, before the bias,
+     * the penalties, the temperature and the constraint's mask, as llama-server's n_probs); with
+     * 'post_sampling_probs' => true, those of the candidates the samplers left (a greedy pick: 1).
+     *
+     * @return list<array{id: int, token: string, bytes: list<int>, logprob: float, forced: bool, top_logprobs: list<array{id: int, token: string, bytes: list<int>, logprob: float}>}>|null
+     */
+    public function logprobs(): ?array {}
+
+    /**
      * The answer decoded as JSON, objects as PHP arrays (like json_decode($answer, true)).
      *
      * @throws InferenceException when the answer is not valid JSON
@@ -890,6 +902,14 @@ final class Stream implements \Iterator
      * @return 'reasoning'|'answer'|'text'|null
      */
     public function key(): ?string {}
+
+    /**
+     * The log-probabilities of the tokens whose text ends in the current piece (see Response::logprobs()), when
+     * the call asked for them; null otherwise, and past the end.
+     *
+     * @return list<array{id: int, token: string, bytes: list<int>, logprob: float, forced: bool, top_logprobs: list<array{id: int, token: string, bytes: list<int>, logprob: float}>}>|null
+     */
+    public function logprobs(): ?array {}
 
     /**
      * Generate the next piece.

@@ -249,16 +249,24 @@ final class RemoteTest extends InferTestCase
     public function testLocalOnlyOptionsAndCallsAreRefused(): void
     {
         $p = Prompt::user('Hi');
-        foreach (['cache_prompt' => true, 'max_reasoning_tokens' => 10, 'fast_forward' => true] as $key => $value) {
+        foreach (['max_reasoning_tokens' => 10, 'fast_forward' => true] as $key => $value) {
             $this->assertThrows(InferenceException::class, "option \"$key\" applies to models loaded in this process only", fn () => self::remote()->chat($p, options: [$key => $value]));
         }
         $tools = [['name' => 'f', 'parameters' => ['type' => 'object', 'properties' => []]]];
         $this->assertThrows(InferenceException::class, 'option "tools" applies to models loaded in this process only', fn () => self::remote()->chat($p, options: ['tools' => $tools]));
-        $this->assertThrows(InferenceException::class, 'option "cache_prompt" applies to models loaded in this process only', fn () => self::remote()->chatMany([$p], options: ['cache_prompt' => true]));
         $this->assertThrows(InferenceException::class, 'nCtx = 8192 exceeds the context of the server\'s slots (4096)', fn () => self::remote()->chat($p, nCtx: 8192));
         $this->assertThrows(InferenceException::class, 'does not fit in nCtx = 8', fn () => self::remote()->chat(Prompt::user('A prompt that is longer than eight tokens.'), nCtx: 8));
         $this->assertThrows(InferenceException::class, 'prompt is empty', fn () => self::remote()->raw('', addBos: false));
         $this->assertThrows(InferenceException::class, 'mutually exclusive', fn () => self::remote()->chat($p, options: ['schema' => self::PERSON, 'grammar' => 'root ::= "x"']));
+    }
+
+    /** cache_prompt is llama-server's own per-request switch: sent, and honoured. */
+    public function testCachePromptReachesTheServer(): void
+    {
+        $p = Prompt::system('You are a helpful assistant who answers in one short sentence.')->withUser('Name a planet.');
+        self::remote()->chat($p, maxTokens: 4);
+        $this->assertGreaterThan(0, self::remote()->chat($p, maxTokens: 4)->cachedTokens(), 'cached when asked');
+        $this->assertSame(0, self::remote()->chat($p, maxTokens: 4, options: ['cache_prompt' => false])->cachedTokens());
     }
 
     public function testCloseMakesLaterCallsThrow(): void

@@ -398,7 +398,7 @@ final class StreamTest extends InferTestCase
                 return $m->stream(Prompt::user('Hi'));
             }, 'model has been closed'],
             'prompt too long' => [fn (Model $m) => $m->stream(Prompt::user(str_repeat('word ', 200)), nCtx: 64), 'which does not fit in nCtx = 64'],
-            'unknown option' => [fn (Model $m) => $m->stream(Prompt::user('Hi'), options: ['parallel' => 2]), 'option "parallel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, cache_prompt, fast_forward, lookup, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice)'],
+            'unknown option' => [fn (Model $m) => $m->stream(Prompt::user('Hi'), options: ['parallel' => 2]), 'option "parallel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, typical_p, min_keep, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent, repeat_last_n, presence_penalty, frequency_penalty, dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n, dry_sequence_breakers, mirostat, mirostat_tau, mirostat_eta, logit_bias, logprobs, top_logprobs, post_sampling_probs, cache_prompt, fast_forward, lookup, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice)'],
             'bad maxTokens' => [fn (Model $m) => $m->rawStream('Hi', maxTokens: 0), 'maxTokens must be'],
             'raw not UTF-8' => [fn (Model $m) => $m->rawStream("\xff"), 'prompt is not valid UTF-8'],
             'bad grammar' => [fn (Model $m) => $m->rawStream('Hi', options: ['grammar' => 'root ::= [z-a]']), 'grammar'],

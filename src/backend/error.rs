@@ -114,6 +114,10 @@ pub enum InferenceError {
     },
     #[error("llama.cpp rejected the grammar: {detail}")]
     GrammarRejected { detail: String },
+    /// An option whose value only the model can judge (a token id, a text
+    /// to tokenize).
+    #[error("option \"{key}\" {detail}")]
+    InvalidOption { key: &'static str, detail: String },
     /// An image given to a model loaded without a projector.
     #[error(
         "the prompt has an image, but the model was loaded without an image projector (mmproj)"
@@ -126,6 +130,9 @@ pub enum InferenceError {
         "the grammar allows no token at this point of the output (a rule that can never complete)"
     )]
     GrammarDeadEnd,
+    /// The samplers left no token the grammar allows.
+    #[error("the samplers leave no token the grammar allows at this point of the output (a logit_bias bans every one of them)")]
+    NothingAllowedLeft,
     /// A call on a connected model failed on the way to the server or there.
     #[error(transparent)]
     Remote(#[from] super::RemoteError),

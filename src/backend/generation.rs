@@ -54,6 +54,37 @@ pub struct Generation {
     /// The tokens generated, each with whether the constraint forced it
     /// (see `fast_forward`); empty from a server.
     pub trace: Vec<(i32, bool)>,
+    /// Each generated token's probability and the most likely ones beside
+    /// it, when asked for (`GenerateParams::logprobs`).
+    pub logprobs: Option<Vec<TokenLogprob>>,
+}
+
+/// One generated token's log-probability, and the most likely tokens at
+/// its place (OpenAI's `logprobs.content[i]`, with llama-server's `id`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenLogprob {
+    pub id: i32,
+    /// The token's text as bytes (control tokens rendered).
+    pub bytes: Vec<u8>,
+    /// Natural log of its probability; 0.0 for a token the constraint
+    /// forced or the engine wrote (probability 1 under the mask).
+    pub logprob: f64,
+    /// Whether the token was forced (fast-forward) or written by the
+    /// engine (closing a thought), not sampled.
+    pub forced: bool,
+    /// The most likely tokens, most likely first (`top_logprobs` of them).
+    pub top: Vec<TopLogprob>,
+    /// Where the token's text ends in the generation's text (bytes): what
+    /// a stream's piece holds the token.
+    pub text_end: usize,
+}
+
+/// One of the most likely tokens at a place.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopLogprob {
+    pub id: i32,
+    pub bytes: Vec<u8>,
+    pub logprob: f64,
 }
 
 impl Generation {
@@ -139,10 +170,13 @@ impl PieceKind {
 }
 
 /// One piece of a stream.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Piece {
     pub kind: PieceKind,
     pub text: String,
+    /// The log-probabilities of the tokens whose text ends in this piece
+    /// (when asked for).
+    pub logprobs: Option<Vec<TokenLogprob>>,
 }
 
 /// What a stream has handed out of its text, and how the rest is cut into
@@ -154,11 +188,39 @@ pub struct Release {
     parts: Option<Parts>,
     /// How many bytes of the text have been handed out as pieces.
     released: usize,
+    /// How many log-probability entries have been handed out (`None`: the
+    /// pieces carry none).
+    entries: Option<usize>,
 }
 
 impl Release {
-    pub fn new(parts: Option<Parts>) -> Self {
-        Self { parts, released: 0 }
+    /// `logprobs`: whether each piece carries the log-probabilities of the
+    /// tokens whose text ends in it.
+    pub fn new(parts: Option<Parts>, logprobs: bool) -> Self {
+        Self {
+            parts,
+            released: 0,
+            entries: logprobs.then_some(0),
+        }
+    }
+
+    /// The next piece of `text` (see [`Release::next`]), with the entries of
+    /// `logprobs` (the tokens so far) whose text ends in it.
+    pub fn next_with(
+        &mut self,
+        text: &str,
+        complete: bool,
+        logprobs: &[TokenLogprob],
+    ) -> Option<Piece> {
+        let mut piece = self.next(text, complete)?;
+        if let Some(given) = &mut self.entries {
+            let end = self.released;
+            let rest = logprobs.get(*given..).unwrap_or_default();
+            let n = rest.iter().take_while(|e| e.text_end <= end).count();
+            piece.logprobs = Some(rest[..n].to_vec());
+            *given += n;
+        }
+        Some(piece)
     }
 
     /// How many bytes of the text have been handed out.
@@ -191,5 +253,6 @@ fn cut(parts: &mut Option<Parts>, text: &str, from: usize, complete: bool) -> Op
     (end > from).then(|| Piece {
         kind,
         text: text[from..end].to_owned(),
+        logprobs: None,
     })
 }

@@ -9,6 +9,7 @@ pub mod generation;
 pub mod model_file;
 pub mod params;
 pub mod remote_error;
+pub mod sampling;
 
 use std::fmt::Debug;
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use super::error::LoadError;
+use super::sampling::Sampling;
 use crate::grammar::CheckedGbnf;
 
 /// How a model is loaded.
@@ -113,13 +114,6 @@ pub fn default_threads() -> u32 {
         .min(MAX_THREADS)
 }
 
-/// Sampling filters applied when temperature > 0 (llama.cpp's defaults).
-pub const DEFAULT_TOP_K: i32 = 40;
-pub const DEFAULT_TOP_P: f32 = 0.95;
-pub const DEFAULT_MIN_P: f32 = 0.05;
-/// How many recent tokens `repeat_penalty` looks at.
-pub const REPEAT_LAST_N: i32 = 64;
-
 /// Prompt-lookup decoding's settings: the n-grams matched (the last
 /// `ngram_max` tokens down to the last `ngram_min`, longest first), the
 /// most tokens proposed at once, and whether a proposal is evaluated only
@@ -145,6 +139,19 @@ impl LookupParams {
     pub const MAX_TOKENS: u32 = 64;
 }
 
+/// Which probabilities a generation reports for each token it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogprobParams {
+    /// How many of the most likely tokens to list beside the one written
+    /// (0 to `MAX_TOP_LOGPROBS`).
+    pub top: u32,
+    /// `false`: the model's own distribution, before any sampler and the
+    /// constraint's mask (llama-server's default); `true`: the distribution
+    /// the token was drawn from, after the samplers (and the mask, where it
+    /// applied), llama-server's `post_sampling_probs`.
+    pub after_sampling: bool,
+}
+
 /// What the sampler is allowed to emit.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Constraint {
@@ -159,10 +166,10 @@ pub struct GenerateParams {
     pub n_ctx: u32,
     pub temperature: f32,
     pub seed: u32,
-    pub top_k: i32,
-    pub top_p: f32,
-    pub min_p: f32,
-    pub repeat_penalty: f32,
+    /// Every other sampler (llama-server's set and chain).
+    pub sampling: Sampling,
+    /// The probabilities to report for each generated token (`None`: none).
+    pub logprobs: Option<LogprobParams>,
     pub stop: Vec<String>,
     pub constraint: Option<Constraint>,
     /// Reuse the cached keys and values of the prefix this prompt shares with
@@ -274,10 +281,8 @@ impl Default for GenerateParams {
             n_ctx: DEFAULT_N_CTX,
             temperature: DEFAULT_TEMPERATURE,
             seed: seed_from(DEFAULT_SEED),
-            top_k: DEFAULT_TOP_K,
-            top_p: DEFAULT_TOP_P,
-            min_p: DEFAULT_MIN_P,
-            repeat_penalty: 1.0,
+            sampling: Sampling::default(),
+            logprobs: None,
             stop: Vec::new(),
             constraint: None,
             cache_prompt: true,

@@ -33,18 +33,27 @@ use crate::remote::Remote;
 const CHAT: CallKind = CallKind {
     chat: true,
     many: false,
+    strings: false,
 };
 const RAW: CallKind = CallKind {
     chat: false,
     many: false,
+    strings: true,
+};
+const RAW_STREAM: CallKind = CallKind {
+    chat: false,
+    many: false,
+    strings: false,
 };
 const CHAT_MANY: CallKind = CallKind {
     chat: true,
     many: true,
+    strings: false,
 };
 const RAW_MANY: CallKind = CallKind {
     chat: false,
     many: true,
+    strings: true,
 };
 
 /// A GGUF model loaded in this process.
@@ -261,7 +270,7 @@ impl Model {
         options: OptionsArg<'_>,
     ) -> PhpResult<Stream> {
         let (backend, params, _) =
-            self.generation(RAW, (maxTokens, nCtx, temperature, seed), options)?;
+            self.generation(RAW_STREAM, (maxTokens, nCtx, temperature, seed), options)?;
         let prompt = text(prompt, "prompt")?;
         Ok(Stream::new(
             Arc::clone(backend).stream_raw(&prompt, addBos, params)?,

@@ -10,6 +10,8 @@ use ext_php_rs::types::{ArrayKey, Zval};
 
 use super::convert::{self, describe, php_float, OptionsArg};
 use super::errors::{CallError, LoadCallError};
+use super::problem::Problem;
+use super::sampling_options;
 use super::schema_arg::schema_grammar;
 use crate::backend::params::{seed_from, Constraint, LookupParams, Pooling, MAX_THREADS};
 use crate::chat::tools::{ToolChoice, Tools};
@@ -45,6 +47,28 @@ pub const MANY_KEYS: &[&str] = &[
     "top_p",
     "min_p",
     "repeat_penalty",
+    "typical_p",
+    "min_keep",
+    "top_n_sigma",
+    "xtc_probability",
+    "xtc_threshold",
+    "dynatemp_range",
+    "dynatemp_exponent",
+    "repeat_last_n",
+    "presence_penalty",
+    "frequency_penalty",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "dry_penalty_last_n",
+    "dry_sequence_breakers",
+    "mirostat",
+    "mirostat_tau",
+    "mirostat_eta",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "post_sampling_probs",
     "cache_prompt",
     "fast_forward",
     "lookup",
@@ -59,60 +83,6 @@ pub const MANY_KEYS: &[&str] = &[
 
 /// The keys `chat()` and `raw()` accept: all of `MANY_KEYS` but the last.
 pub const GENERATE_KEYS: &[&str] = MANY_KEYS.split_at(MANY_KEYS.len() - 1).0;
-
-/// A problem with one option, before it is turned into the caller's error type.
-struct Problem {
-    key: String,
-    expected: String,
-}
-
-impl Problem {
-    fn new(key: &str, expected: impl Into<String>) -> Self {
-        Self {
-            key: key.to_owned(),
-            expected: expected.into(),
-        }
-    }
-
-    fn wrong(key: &str, what: &str, value: &Zval) -> Self {
-        Self::new(key, format!("must be {what}, got {}", describe(value)))
-    }
-
-    fn unknown(key: &str, known: &[&str]) -> Self {
-        Self::new(
-            key,
-            format!("is not a known option (known: {})", known.join(", ")),
-        )
-    }
-
-    fn integer_key(index: i64, known: &[&str]) -> Self {
-        Self {
-            key: index.to_string(),
-            expected: format!(
-                "is an integer key; options are an array keyed by name (known: {})",
-                known.join(", ")
-            ),
-        }
-    }
-}
-
-impl From<Problem> for LoadCallError {
-    fn from(p: Problem) -> Self {
-        LoadCallError::InvalidOption {
-            key: p.key,
-            expected: p.expected,
-        }
-    }
-}
-
-impl From<Problem> for CallError {
-    fn from(p: Problem) -> Self {
-        CallError::InvalidOption {
-            key: p.key,
-            expected: p.expected,
-        }
-    }
-}
 
 /// Read `Model::load()` options.
 pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallError> {
@@ -253,6 +223,9 @@ pub struct GenerationArgs<'a> {
 pub struct CallKind {
     pub chat: bool,
     pub many: bool,
+    /// The method returns strings (`raw()`, `rawMany()`), not responses:
+    /// nothing to carry log-probabilities.
+    pub strings: bool,
 }
 
 /// The parameters of a generation and how many prompts to decode at a time,
@@ -302,6 +275,13 @@ pub fn generation_params(
     apply_generate_options(entries, keys, &mut params)?;
     if !kind.chat {
         chat_only_options(&params)?;
+    }
+    if kind.strings && params.logprobs.is_some() {
+        return Err(Problem::new(
+            "logprobs",
+            "applies to calls that return a Response (chat(), stream(), rawStream(), chatMany()); raw() and rawMany() return strings: use rawStream($prompt, ...)->response()->logprobs()",
+        )
+        .into());
     }
     // What only PHP knows: whether the request's time limit has run out
     // (then the generation stops, and PHP reports the timeout on return).
@@ -361,7 +341,11 @@ fn apply_generate_options(
         }
     }
     let mut choice = None;
+    let mut pending = sampling_options::Pending::default();
     for (key, value) in entries {
+        if sampling_options::read(&key, value, params, &mut pending)? {
+            continue;
+        }
         match key.as_str() {
             "tools" => {
                 let specs =
@@ -391,16 +375,16 @@ fn apply_generate_options(
             }
             "stop" => params.stop = stop_strings(&key, value)?,
             "top_k" => {
-                params.top_k = int_in(&key, value, 0, "an int >= 0 (0 disables it)")?;
+                params.sampling.top_k = int_in(&key, value, 0, "an int >= 0 (0 disables it)")?;
             }
-            "top_p" => params.top_p = fraction(&key, value, false)?,
-            "min_p" => params.min_p = fraction(&key, value, true)?,
+            "top_p" => params.sampling.top_p = fraction(&key, value, false)?,
+            "min_p" => params.sampling.min_p = fraction(&key, value, true)?,
             "repeat_penalty" => {
                 let what = "a finite float > 0 (1.0 disables it)";
                 let v = convert::finite_float(value)
                     .filter(|v| *v > 0.0)
                     .ok_or_else(|| Problem::wrong(&key, what, value))?;
-                params.repeat_penalty = v as f32;
+                params.sampling.repeat_penalty = v as f32;
             }
             "cache_prompt" => params.cache_prompt = flag(&key, value)?,
             "fast_forward" => params.fast_forward = flag(&key, value)?,
@@ -417,6 +401,7 @@ fn apply_generate_options(
             _ => return Err(Problem::unknown(&key, known).into()),
         }
     }
+    pending.finish(params)?;
     if let (Some((key, value)), Some(tools)) = (choice, params.tools.as_mut()) {
         let names: Vec<&str> = tools.specs.iter().map(|t| t.name.as_str()).collect();
         tools.choice =

@@ -8,6 +8,7 @@ use ext_php_rs::types::{ZendHashTable, Zval};
 use super::convert::json_to_zval;
 use super::exceptions::{inference_exception, no_constructor};
 use super::tool_call::ToolCall;
+use crate::backend::generation::TokenLogprob;
 use crate::backend::Timings;
 use crate::chat::{reasoning, tools};
 use crate::engine::Generation;
@@ -27,6 +28,7 @@ pub struct Response {
     cached_tokens: u32,
     tool_calls: Vec<tools::ToolCall>,
     timings: Timings,
+    logprobs: Option<Vec<TokenLogprob>>,
 }
 
 impl From<Generation> for Response {
@@ -55,6 +57,7 @@ impl Response {
             prompt_tokens: g.prompt_tokens,
             cached_tokens: g.reused_tokens,
             timings: g.timings,
+            logprobs: g.logprobs,
         }
     }
 }
@@ -152,6 +155,18 @@ impl Response {
         out.insert("generation_steps", i64::from(t.steps))?;
         out.insert("cache", t.cache.as_str())?;
         Ok(out)
+    }
+
+    /// Each generated token's log-probability and the most likely tokens
+    /// at its place, when the call asked for them (`'logprobs' => true`):
+    /// a list of `['id', 'token', 'bytes', 'logprob', 'forced',
+    /// 'top_logprobs' => [['id', 'token', 'bytes', 'logprob'], …]]`,
+    /// OpenAI's shape; null when the call did not ask.
+    pub fn logprobs(&self) -> PhpResult<Option<ZBox<ZendHashTable>>> {
+        self.logprobs
+            .as_deref()
+            .map(super::logprobs::to_php)
+            .transpose()
     }
 
     /// An instance of `$class` built from the answer (a JSON object): nested

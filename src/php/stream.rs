@@ -89,6 +89,19 @@ impl Stream {
         self.current.as_ref().map(|p| p.kind.as_str())
     }
 
+    /// The log-probabilities of the tokens whose text ends in the current
+    /// piece (see `Response::logprobs()`), when the call asked for them;
+    /// null otherwise, and past the end.
+    pub fn logprobs(
+        &self,
+    ) -> PhpResult<Option<ext_php_rs::boxed::ZBox<ext_php_rs::types::ZendHashTable>>> {
+        self.current
+            .as_ref()
+            .and_then(|p| p.logprobs.as_deref())
+            .map(super::logprobs::to_php)
+            .transpose()
+    }
+
     /// Generate the next piece.
     pub fn next(&mut self) -> PhpResult<()> {
         if self.current.is_none() {

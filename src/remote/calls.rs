@@ -37,11 +37,6 @@ enum Refused {
 /// process honours.
 const LOCAL_ONLY: &[(&str, Refused, &str)] = &[
     (
-        "cache_prompt",
-        Refused::Always,
-        local_only!("the server keeps its own prompt cache (llama-server reuses the common prefix of each slot)"),
-    ),
-    (
         "fast_forward",
         Refused::WhenOn,
         local_only!("the server samples every token; only the in-process engine appends forced text without sampling"),
@@ -67,6 +62,25 @@ const LOCAL_ONLY: &[(&str, Refused, &str)] = &[
         local_only!("tool calls are parsed from the model's own call format by the in-process engine"),
     ),
 ];
+
+/// The options (or, ending in `_`, the families of options) llama-server
+/// takes and vLLM's and SGLang's OpenAI API does not.
+const OPENAI_LACKS: &[&str] = &[
+    "cache_prompt",
+    "typical_p",
+    "min_keep",
+    "top_n_sigma",
+    "xtc_",
+    "dynatemp_",
+    "repeat_last_n",
+    "dry_",
+    "mirostat",
+    "post_sampling_probs",
+    "logprobs",
+    "top_logprobs",
+];
+
+const OPENAI_LACKS_WHY: &str = "is a llama-server parameter that this extension does not send to vLLM or SGLang (it sends them temperature, top_k, top_p, min_p, seed, the three penalties and logit_bias by token id)";
 
 impl Backend for Remote {
     /// Generate from `prompt`: one request, read to its end.
@@ -205,9 +219,18 @@ impl Backend for Remote {
     }
 
     fn refuses_option(&self, key: &str, off: bool) -> Option<&'static str> {
-        LOCAL_ONLY
+        let local = LOCAL_ONLY
             .iter()
             .find(|(name, refused, _)| *name == key && !(off && *refused == Refused::WhenOn))
-            .map(|(_, _, why)| *why)
+            .map(|(_, _, why)| *why);
+        match &self.llama {
+            Some(_) => local,
+            None => local.or_else(|| {
+                OPENAI_LACKS
+                    .iter()
+                    .any(|name| key.starts_with(name))
+                    .then_some(OPENAI_LACKS_WHY)
+            }),
+        }
     }
 }

@@ -3,7 +3,9 @@
 
 use serde_json::{json, Map, Value as Json};
 
-use crate::backend::params::{Constraint, GenerateParams, REPEAT_LAST_N};
+use crate::backend::generation::{TokenLogprob, TopLogprob};
+use crate::backend::params::{Constraint, GenerateParams};
+use crate::backend::sampling::{BiasTarget, Mirostat};
 use crate::backend::FinishReason;
 
 /// What `/props` says.
@@ -60,10 +62,9 @@ pub fn tokens(answer: &Json) -> Result<Vec<i64>, String> {
 }
 
 /// The body of a streamed `/completion` of `prompt` (token ids), generating
-/// at most `n_predict` tokens. Sampling as the local engine samples: greedy
-/// at temperature 0 (the filters then play no part, as locally), llama.cpp's
-/// filters otherwise, and nothing the local engine does not do (DRY, XTC,
-/// typical-p and the like stay at their neutral values).
+/// at most `n_predict` tokens, with every sampler setting of `params` under
+/// llama-server's own name: the server runs the chain the engine runs in
+/// process (llama.cpp's common sampler), so the same values mean the same.
 pub fn completion_request(prompt: &[i64], params: &GenerateParams, n_predict: u32) -> Json {
     let mut body = Map::new();
     body.insert("prompt".into(), json!(prompt));
@@ -71,41 +72,84 @@ pub fn completion_request(prompt: &[i64], params: &GenerateParams, n_predict: u3
     body.insert("stream".into(), json!(true));
     body.insert("temperature".into(), json!(params.temperature));
     body.insert("seed".into(), json!(params.seed));
-    if params.is_greedy() {
-        body.insert("top_k".into(), json!(0));
-        body.insert("top_p".into(), json!(1.0));
-        body.insert("min_p".into(), json!(0.0));
-    } else {
-        body.insert("top_k".into(), json!(params.top_k));
-        body.insert("top_p".into(), json!(params.top_p));
-        body.insert("min_p".into(), json!(params.min_p));
-    }
-    body.insert("repeat_penalty".into(), json!(params.repeat_penalty));
-    body.insert("repeat_last_n".into(), json!(REPEAT_LAST_N));
-    for (neutral, value) in [
-        ("presence_penalty", json!(0.0)),
-        ("frequency_penalty", json!(0.0)),
-        ("dry_multiplier", json!(0.0)),
-        ("xtc_probability", json!(0.0)),
-        ("typical_p", json!(1.0)),
-        ("top_n_sigma", json!(-1.0)),
-        ("mirostat", json!(0)),
-        ("n_probs", json!(0)),
-    ] {
-        body.insert(neutral.into(), value);
-    }
+    sampler_fields(&mut body, params);
     body.insert("stop".into(), json!(params.stop));
-    body.insert("cache_prompt".into(), json!(true));
+    body.insert("cache_prompt".into(), json!(params.cache_prompt));
     if let Some(Constraint::Grammar(gbnf)) = &params.constraint {
         body.insert("grammar".into(), json!(gbnf.as_str()));
     }
     Json::Object(body)
 }
 
-/// One event of a streamed completion.
+/// llama-server's sampling fields, from `params.sampling`.
+fn sampler_fields(body: &mut Map<String, Json>, params: &GenerateParams) {
+    let s = &params.sampling;
+    let (mirostat, tau, eta) = match s.mirostat {
+        Mirostat::Off => (
+            0,
+            crate::backend::sampling::DEFAULT_MIROSTAT_TAU,
+            crate::backend::sampling::DEFAULT_MIROSTAT_ETA,
+        ),
+        Mirostat::V1 { tau, eta } => (1, tau, eta),
+        Mirostat::V2 { tau, eta } => (2, tau, eta),
+    };
+    for (name, value) in [
+        ("top_k", json!(s.top_k)),
+        ("top_p", json!(s.top_p)),
+        ("min_p", json!(s.min_p)),
+        ("typical_p", json!(s.typical_p)),
+        ("min_keep", json!(s.min_keep)),
+        ("top_n_sigma", json!(s.top_n_sigma)),
+        ("xtc_probability", json!(s.xtc_probability)),
+        ("xtc_threshold", json!(s.xtc_threshold)),
+        ("dynatemp_range", json!(s.dynatemp_range)),
+        ("dynatemp_exponent", json!(s.dynatemp_exponent)),
+        ("repeat_penalty", json!(s.repeat_penalty)),
+        ("repeat_last_n", json!(s.repeat_last_n)),
+        ("presence_penalty", json!(s.presence_penalty)),
+        ("frequency_penalty", json!(s.frequency_penalty)),
+        ("dry_multiplier", json!(s.dry.multiplier)),
+        ("dry_base", json!(s.dry.base)),
+        ("dry_allowed_length", json!(s.dry.allowed_length)),
+        ("dry_penalty_last_n", json!(s.dry.penalty_last_n)),
+        ("dry_sequence_breakers", json!(s.dry.sequence_breakers)),
+        ("mirostat", json!(mirostat)),
+        ("mirostat_tau", json!(tau)),
+        ("mirostat_eta", json!(eta)),
+    ] {
+        body.insert(name.into(), value);
+    }
+    // `[[id or text, bias or false], …]`; false (a ban) is how JSON says
+    // -inf to llama-server.
+    let biases: Vec<Json> = s
+        .logit_bias
+        .iter()
+        .map(|b| {
+            let bias = if b.bias == f32::NEG_INFINITY {
+                json!(false)
+            } else {
+                json!(b.bias)
+            };
+            match &b.target {
+                BiasTarget::Token(id) => json!([id, bias]),
+                BiasTarget::Text(text) => json!([text, bias]),
+            }
+        })
+        .collect();
+    body.insert("logit_bias".into(), Json::Array(biases));
+    let probs = params.logprobs.map_or(0, |l| l.top.max(1));
+    body.insert("n_probs".into(), json!(probs));
+    body.insert(
+        "post_sampling_probs".into(),
+        json!(params.logprobs.is_some_and(|l| l.after_sampling)),
+    );
+}
+
+/// One event of a streamed completion: its text, and the probabilities of
+/// its tokens when they were asked for (`n_probs`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    Text(String),
+    Text(String, Vec<TokenLogprob>),
     Final(Final),
 }
 
@@ -113,6 +157,7 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Final {
     pub text: String,
+    pub logprobs: Vec<TokenLogprob>,
     pub finish: FinishReason,
     pub tokens_generated: u32,
     pub prompt_tokens: u32,
@@ -128,8 +173,9 @@ pub fn event(data: &str) -> Result<Event, String> {
         .and_then(Json::as_str)
         .ok_or("an event without \"content\"")?
         .to_owned();
+    let logprobs = probabilities(&json)?;
     if json.get("stop").and_then(Json::as_bool) != Some(true) {
-        return Ok(Event::Text(content));
+        return Ok(Event::Text(content, logprobs));
     }
     let number = |key: &str| {
         json.get(key)
@@ -156,6 +202,7 @@ pub fn event(data: &str) -> Result<Event, String> {
     };
     Ok(Event::Final(Final {
         text: content,
+        logprobs,
         finish,
         tokens_generated,
         prompt_tokens: number("tokens_evaluated")
@@ -166,6 +213,62 @@ pub fn event(data: &str) -> Result<Event, String> {
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(0),
     }))
+}
+
+/// The `completion_probabilities` of an event (none when absent): per
+/// token `id`, `bytes` and `logprob` with its `top_logprobs`, or with
+/// `post_sampling_probs`, `prob` and `top_probs` (read as logarithms).
+/// `text_end` is left at 0: the stream sets it.
+fn probabilities(json: &Json) -> Result<Vec<TokenLogprob>, String> {
+    let Some(list) = json.get("completion_probabilities") else {
+        return Ok(Vec::new());
+    };
+    let bad = || {
+        "completion_probabilities that are not a list of tokens with id, bytes and logprob or prob"
+            .to_owned()
+    };
+    let one = |item: &Json| -> Option<(i32, Vec<u8>, f64)> {
+        let id = i32::try_from(item.get("id")?.as_i64()?).ok()?;
+        let bytes = item
+            .get("bytes")?
+            .as_array()?
+            .iter()
+            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+            .collect::<Option<Vec<u8>>>()?;
+        let logprob = match item.get("logprob") {
+            Some(l) => l.as_f64()?,
+            None => item.get("prob")?.as_f64()?.ln(),
+        };
+        Some((id, bytes, logprob))
+    };
+    list.as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|item| {
+            let (id, bytes, logprob) = one(item).ok_or_else(bad)?;
+            let top = item
+                .get("top_logprobs")
+                .or_else(|| item.get("top_probs"))
+                .and_then(Json::as_array)
+                .map(|alts| {
+                    alts.iter()
+                        .map(|alt| {
+                            one(alt).map(|(id, bytes, logprob)| TopLogprob { id, bytes, logprob })
+                        })
+                        .collect::<Option<Vec<_>>>()
+                })
+                .unwrap_or(Some(Vec::new()))
+                .ok_or_else(bad)?;
+            Ok(TokenLogprob {
+                id,
+                bytes,
+                logprob,
+                forced: false,
+                top,
+                text_end: 0,
+            })
+        })
+        .collect()
 }
 
 /// The body of an `/embeddings` request: the pooled vectors as the model
@@ -241,7 +344,9 @@ mod tests {
         assert_eq!(body["grammar"], json!("root ::= \"yes\" | \"no\""));
         assert_eq!(body["stop"], json!(["\n"]));
         assert_eq!(body["temperature"], json!(0.0));
-        assert_eq!(body["top_k"], json!(0));
+        assert_eq!(body["top_k"], json!(40));
+        assert_eq!(body["repeat_last_n"], json!(64));
+        assert_eq!(body["logit_bias"], json!([]));
         assert_eq!(body["stream"], json!(true));
     }
 
@@ -279,7 +384,7 @@ mod tests {
         }
         assert_eq!(
             event(r#"{"content":"ab","stop":false}"#).unwrap(),
-            Event::Text("ab".into())
+            Event::Text("ab".into(), Vec::new())
         );
         assert!(event("{\"stop\":true}").is_err());
         assert!(event("not json").is_err());

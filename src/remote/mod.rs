@@ -552,7 +552,11 @@ impl Remote {
         }
         let n_predict = self.budget(counted, &params)?;
         if n_predict == 0 {
-            return Ok(RemoteStream::ended_at_context(counted as u32, parts));
+            return Ok(RemoteStream::ended_at_context(
+                counted as u32,
+                parts,
+                params.logprobs.map(|l| l.top),
+            ));
         }
         let files = segments
             .images()
@@ -583,6 +587,7 @@ impl Remote {
             params.stop_check,
             prompt_tokens,
             parts,
+            params.logprobs.map(|l| l.top),
         ))
     }
 
@@ -596,7 +601,11 @@ impl Remote {
         let n_predict = self.budget(tokens.len(), &params)?;
         let prompt_tokens = tokens.len() as u32;
         if n_predict == 0 {
-            return Ok(RemoteStream::ended_at_context(prompt_tokens, parts));
+            return Ok(RemoteStream::ended_at_context(
+                prompt_tokens,
+                parts,
+                params.logprobs.map(|l| l.top),
+            ));
         }
         let body = llama_server::completion_request(&tokens, &params, n_predict);
         self.stream_completion(&body, &params, prompt_tokens, parts)
@@ -622,6 +631,7 @@ impl Remote {
             params.stop_check,
             0,
             parts,
+            None,
         ))
     }
 

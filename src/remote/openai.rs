@@ -15,6 +15,7 @@ use super::llama_server::floats;
 use super::EngineKind;
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::params::{Constraint, GenerateParams};
+use crate::backend::sampling::BiasTarget;
 use crate::backend::FinishReason;
 use crate::backend::RemoteError;
 use crate::chat::{Message, Part};
@@ -112,12 +113,34 @@ fn sampling(
     body.insert("seed".into(), json!(params.seed));
     if !params.is_greedy() {
         // Both engines disable top-k with -1; 0 is "off" here.
-        let top_k = if params.top_k <= 0 { -1 } else { params.top_k };
+        let s = &params.sampling;
+        let top_k = if s.top_k <= 0 { -1 } else { s.top_k };
         body.insert("top_k".into(), json!(top_k));
-        body.insert("top_p".into(), json!(params.top_p));
-        body.insert("min_p".into(), json!(params.min_p));
+        body.insert("top_p".into(), json!(s.top_p));
+        body.insert("min_p".into(), json!(s.min_p));
     }
-    body.insert("repetition_penalty".into(), json!(params.repeat_penalty));
+    let s = &params.sampling;
+    body.insert("repetition_penalty".into(), json!(s.repeat_penalty));
+    body.insert("presence_penalty".into(), json!(s.presence_penalty));
+    body.insert("frequency_penalty".into(), json!(s.frequency_penalty));
+    if !s.logit_bias.is_empty() {
+        // OpenAI's map of token id to a bias in [-100, 100]; a ban is -100.
+        let mut biases = Map::new();
+        for b in &s.logit_bias {
+            match &b.target {
+                BiasTarget::Token(id) => {
+                    biases.insert(id.to_string(), json!(b.bias.max(-100.0)));
+                }
+                BiasTarget::Text(text) => {
+                    return Err(InferenceError::InvalidOption {
+                        key: "logit_bias",
+                        detail: format!("names the text {text:?}; {} takes token ids only (its OpenAI API has no text bias): pass the ids its tokenizer gives", engine.name()),
+                    })
+                }
+            }
+        }
+        body.insert("logit_bias".into(), Json::Object(biases));
+    }
     if !params.stop.is_empty() {
         body.insert("stop".into(), json!(params.stop));
     }

@@ -9,7 +9,7 @@ use super::http::{Event, Events};
 use super::{llama_server, openai, EngineKind};
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::generation::{FinishReason, Generation};
-use crate::backend::generation::{Piece, Release};
+use crate::backend::generation::{Piece, Release, TokenLogprob};
 use crate::backend::params::StopCheck;
 use crate::backend::{CacheSource, Timings};
 use crate::backend::{PieceStream, RemoteError};
@@ -41,6 +41,10 @@ pub struct RemoteStream {
     prompt_tokens: u32,
     /// Tokens generated so far, as the server counts them.
     generated: u32,
+    /// The probabilities received, when they were asked for, and how many
+    /// of the most likely tokens each lists (the server lists at least 1).
+    logprobs: Option<Vec<TokenLogprob>>,
+    top_logprobs: usize,
     /// What an OpenAI-style stream said of its end before `[DONE]`.
     ending: Option<openai::Ending>,
     usage: Option<openai::Usage>,
@@ -71,6 +75,7 @@ impl RemoteStream {
         stop_check: StopCheck,
         prompt_tokens: u32,
         parts: Option<Parts>,
+        top_logprobs: Option<u32>,
     ) -> Self {
         Self {
             state: State::Running(events),
@@ -78,7 +83,9 @@ impl RemoteStream {
             url,
             stop_check,
             text: String::new(),
-            release: Release::new(parts),
+            release: Release::new(parts, top_logprobs.is_some()),
+            logprobs: top_logprobs.map(|_| Vec::new()),
+            top_logprobs: top_logprobs.unwrap_or(0) as usize,
             prompt_tokens,
             generated: 0,
             ending: None,
@@ -98,7 +105,11 @@ impl RemoteStream {
 
     /// A generation with no room left in the context: nothing is asked of
     /// the server.
-    pub(super) fn ended_at_context(prompt_tokens: u32, parts: Option<Parts>) -> Self {
+    pub(super) fn ended_at_context(
+        prompt_tokens: u32,
+        parts: Option<Parts>,
+        top_logprobs: Option<u32>,
+    ) -> Self {
         let nothing = Events::from_reader(Box::new(std::io::empty()), "");
         let mut stream = Self::new(
             nothing,
@@ -107,6 +118,7 @@ impl RemoteStream {
             StopCheck::default(),
             prompt_tokens,
             parts,
+            top_logprobs,
         );
         stream.end(FinishReason::Length);
         stream
@@ -146,6 +158,7 @@ impl RemoteStream {
             without_calls: None,
             timings: self.timings(reused),
             trace: Vec::new(),
+            logprobs: self.logprobs.clone(),
         });
     }
 
@@ -207,18 +220,34 @@ impl RemoteStream {
         }
     }
 
+    /// The probabilities of the tokens of the text just received, which
+    /// ends where the text now ends (kept when they were asked for).
+    fn took(&mut self, logprobs: Vec<TokenLogprob>) {
+        if let Some(kept) = &mut self.logprobs {
+            let end = self.text.len();
+            let top = self.top_logprobs;
+            kept.extend(logprobs.into_iter().map(|mut e| {
+                e.text_end = end;
+                e.top.truncate(top);
+                e
+            }));
+        }
+    }
+
     /// Take in one `data:` payload.
     fn apply(&mut self, data: &str) -> Result<(), RemoteError> {
         match self.wire {
             Wire::LlamaServer => match llama_server::event(data) {
-                Ok(llama_server::Event::Text(text)) => {
+                Ok(llama_server::Event::Text(text, logprobs)) => {
                     self.first_text.get_or_insert_with(Instant::now);
                     self.text.push_str(&text);
+                    self.took(logprobs);
                     self.generated += 1;
                     Ok(())
                 }
                 Ok(llama_server::Event::Final(last)) => {
                     self.text.push_str(&last.text);
+                    self.took(last.logprobs);
                     self.done(
                         last.finish,
                         last.tokens_generated,
@@ -292,7 +321,8 @@ impl PieceStream for RemoteStream {
                 State::Done(_) => true,
                 State::Failed(e) => return Err(e.clone()),
             };
-            if let Some(piece) = self.release.next(&self.text, complete) {
+            let logprobs = self.logprobs.as_deref().unwrap_or_default();
+            if let Some(piece) = self.release.next_with(&self.text, complete, logprobs) {
                 return Ok(Some(piece));
             }
             if complete {

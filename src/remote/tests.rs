@@ -240,7 +240,10 @@ fn sglang_gets_ebnf_and_its_matched_stop_is_read() {
     let params = GenerateParams {
         stop: vec![" four".into()],
         temperature: 0.7,
-        top_k: 0,
+        sampling: crate::backend::sampling::Sampling {
+            top_k: 0,
+            ..Default::default()
+        },
         constraint: Some(Constraint::Grammar(
             CheckedGbnf::new("root ::= [a-z ,]+").unwrap(),
         )),
@@ -462,4 +465,85 @@ fn the_model_is_chosen_by_name_or_must_be_the_only_one() {
         }),
         Err(RemoteError::NoModel { .. })
     ));
+}
+
+/// vLLM and SGLang get the samplers their OpenAI API has, under its names
+/// (a ban as -100, the bias of a token id); the llama-server-only options,
+/// a text bias, log-probabilities and `cache_prompt` are refused before any
+/// request, by name.
+#[test]
+fn openai_servers_get_their_samplers_and_refuse_the_rest_by_name() {
+    use crate::backend::sampling::{BiasTarget, LogitBias, Sampling};
+    let server = vllm(fixture!("vllm-chat-stream.txt"));
+    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+    let params = GenerateParams {
+        sampling: Sampling {
+            presence_penalty: 0.5,
+            frequency_penalty: -0.25,
+            logit_bias: vec![
+                LogitBias {
+                    target: BiasTarget::Token(42),
+                    bias: 3.0,
+                },
+                LogitBias {
+                    target: BiasTarget::Token(7),
+                    bias: f32::NEG_INFINITY,
+                },
+            ],
+            ..Sampling::default()
+        },
+        ..person()
+    };
+    remote.chat(&messages(), &params).unwrap();
+    let body = server.body("/v1/chat/completions");
+    assert_eq!(body["presence_penalty"], json!(0.5));
+    assert_eq!(body["frequency_penalty"], json!(-0.25));
+    assert_eq!(body["logit_bias"], json!({"42": 3.0, "7": -100.0}));
+    for key in [
+        "typical_p",
+        "min_keep",
+        "top_n_sigma",
+        "xtc_probability",
+        "xtc_threshold",
+        "dynatemp_range",
+        "repeat_last_n",
+        "dry_multiplier",
+        "dry_sequence_breakers",
+        "mirostat",
+        "mirostat_tau",
+        "logprobs",
+        "top_logprobs",
+        "post_sampling_probs",
+        "cache_prompt",
+    ] {
+        let why = remote.refuses_option(key, false).unwrap_or_default();
+        assert!(why.contains("vLLM or SGLang"), "{key}: {why}");
+    }
+    for key in [
+        "top_k",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "repeat_penalty",
+        "seed",
+    ] {
+        assert_eq!(remote.refuses_option(key, false), None, "{key}");
+    }
+    let before = server.paths().len();
+    let text = GenerateParams {
+        sampling: Sampling {
+            logit_bias: vec![LogitBias {
+                target: BiasTarget::Text(" no".into()),
+                bias: 1.0,
+            }],
+            ..Sampling::default()
+        },
+        ..person()
+    };
+    let Err(InferenceError::InvalidOption { key, detail }) = remote.chat(&messages(), &text) else {
+        panic!("a text bias was sent")
+    };
+    assert_eq!(key, "logit_bias");
+    assert!(detail.contains("token ids only"), "{detail}");
+    assert_eq!(server.paths().len(), before);
 }

@@ -16,7 +16,7 @@ use super::generate::recount_due;
 use super::input::Input;
 use super::lookup::StepCost;
 use super::progress::{self, Progress};
-use super::sampler::{GrammarSampler, Sampler};
+use super::sampler::{CallSampling, Sampler};
 use super::session::MAX_BATCH;
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::params::GenerateParams;
@@ -179,7 +179,7 @@ pub fn run(
     model: &LlamaModel,
     prompts: &[Input],
     params: &GenerateParams,
-    grammar: Option<&GrammarSampler>,
+    sampling: &CallSampling,
     claim: Option<&Claim>,
 ) -> InferenceResult<Vec<Generation>> {
     let n_ctx = params.n_ctx;
@@ -199,7 +199,8 @@ pub fn run(
                         break;
                     };
                     ctx.forget_sequence(seq as u32);
-                    let progress = Progress::new(model, &prompt.text_tokens(), params);
+                    let text = prompt.text_tokens();
+                    let progress = Progress::new(model, &text, params);
                     let (reused, source, lookup) = match cache_owner {
                         Some(owner) => {
                             let (reused, source, lookup) =
@@ -211,7 +212,7 @@ pub fn run(
                     *place = Some(Slot {
                         index,
                         prompt,
-                        sampler: Sampler::new(model, params, grammar.cloned()),
+                        sampler: sampling.sampler(model, params, &text),
                         progress,
                         len: reused,
                         pending: Vec::new(),

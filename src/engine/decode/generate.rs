@@ -209,6 +209,11 @@ impl Generator {
         self.progress.text()
     }
 
+    /// The log-probabilities of the tokens so far, when asked for.
+    pub fn logprobs(&self) -> Option<&[crate::backend::generation::TokenLogprob]> {
+        self.progress.logprobs()
+    }
+
     pub fn finish(self, finish: FinishReason) -> Generation {
         self.progress
             .finish(finish, self.prompt_tokens, self.reused)

@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod generate;
 pub mod input;
+pub mod logprobs;
 pub mod lookup;
 pub mod output;
 pub mod probe;

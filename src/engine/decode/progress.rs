@@ -9,11 +9,13 @@ use std::time::Instant;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
+use super::logprobs::Recorder;
 use super::lookup::{core_of, LookupOdds, Proposer};
 use super::output::Output;
 use super::sampler::Sampler;
 use super::think::Thinking;
 use crate::backend::error::InferenceResult;
+use crate::backend::generation::TokenLogprob;
 use crate::backend::params::GenerateParams;
 use crate::backend::{CacheSource, FinishReason, Generation, Timings};
 use crate::chat::reasoning;
@@ -55,6 +57,8 @@ pub struct Progress {
     accepted: u32,
     /// Evaluations of generated tokens.
     pub steps: u32,
+    /// Each token's probabilities, when asked for.
+    logprobs: Option<Recorder>,
 }
 
 impl Progress {
@@ -101,6 +105,7 @@ impl Progress {
             proposed: 0,
             accepted: 0,
             steps: 0,
+            logprobs: params.logprobs.map(Recorder::new),
         }
     }
 
@@ -123,6 +128,7 @@ impl Progress {
             proposed: 0,
             accepted: 0,
             steps: 0,
+            logprobs: params.logprobs.map(Recorder::new),
         }
     }
 
@@ -161,6 +167,9 @@ impl Progress {
             None => sampler.sample(logits, self.thinking.phase(&opens))?,
         };
         self.free = sampler.took_free();
+        if let Some(recorder) = &mut self.logprobs {
+            recorder.sampled(model, logits, token, sampler.last_candidates());
+        }
         Ok(token)
     }
 
@@ -220,6 +229,9 @@ impl Progress {
             lookup.push(token, core_of(token, &self.piece));
         }
         let stop = self.output.push(&self.piece);
+        if let Some(recorder) = &mut self.logprobs {
+            recorder.taken(model, token, self.output.text().len());
+        }
         self.thinking.advance(model, self.free, self.output.text());
         (token, stop.then_some(FinishReason::Stop))
     }
@@ -354,6 +366,11 @@ impl Progress {
         pushed
     }
 
+    /// The log-probabilities of the tokens so far, when asked for.
+    pub fn logprobs(&self) -> Option<&[TokenLogprob]> {
+        self.logprobs.as_ref().map(Recorder::entries)
+    }
+
     /// The text so far, and how many bytes at its end could still turn out
     /// to begin a stop string.
     pub fn text(&self) -> (&str, usize) {
@@ -393,6 +410,7 @@ impl Progress {
     pub fn finish(self, finish: FinishReason, prompt_tokens: usize, reused: usize) -> Generation {
         let timings = self.timings();
         let text = self.output.into_text();
+        let logprobs = self.logprobs.map(|r| r.finish(text.len()));
         let (finish, tool_calls, without_calls) = match &self.tools {
             Some((plan, _)) if plan.read_calls => {
                 // Calls are read in the answer, after the last thought.
@@ -421,6 +439,7 @@ impl Progress {
             without_calls,
             timings,
             trace: self.trace,
+            logprobs,
         }
     }
 }

@@ -1,14 +1,14 @@
 //! Choosing each token: the sampler chain, and the grammar that keeps the
 //! output inside a constraint.
 //!
-//! The grammar is checked lazily. The chain picks a token from the
+//! The chain is llama-server's (see [`chain`]), and so is the way the
+//! grammar is checked: lazily. The chain picks a token from the
 //! unconstrained logits; if the grammar allows it, it is taken, at the cost
 //! of checking one token. Only when it is refused is the grammar run over the
-//! whole vocabulary, and the chain picks again among the allowed tokens. Every
-//! token taken is allowed by the grammar. For greedy decoding the result is
-//! the same token a full mask would give; for sampling, the first draw is
-//! kept with probability equal to the allowed mass, so the token follows the
-//! masked distribution (llama.cpp's common sampler does the same).
+//! whole vocabulary, and the chain picks again among the allowed tokens (for
+//! greedy decoding, a shortlist finds the same token first). Every token
+//! taken is allowed by the grammar, and with the same seed and settings the
+//! token is the one llama-server's common sampler picks.
 
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
@@ -17,11 +17,13 @@ use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::data::LlamaTokenData;
 use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
 
 use super::think::Phase;
 use crate::backend::error::{InferenceError, InferenceResult};
-use crate::backend::params::{Constraint, GenerateParams, REPEAT_LAST_N};
+use crate::backend::params::{Constraint, GenerateParams};
+use crate::backend::sampling::{BiasTarget, Mirostat, Sampling};
 use crate::engine::llama::runtime::logged;
 use crate::grammar::forced::{ForcedRules, Recognizer};
 use crate::grammar::CheckedGbnf;
@@ -373,14 +375,19 @@ const SHORTLIST: usize = 64;
 /// cost of a full mask) before it masks the whole vocabulary.
 const WIDE_SHORTLIST: usize = 1024;
 
-/// The grammar (if any) and the samplers of one call: `filters` (repeat
-/// penalty, and when sampling top-k, top-p, min-p and temperature) shape the
-/// candidates, `pick` chooses one (greedy, or the seeded draw).
+/// The grammar (if any) and the samplers of one call: `filters` shape the
+/// candidates, `pick` chooses one (greedy, the seeded draw, or mirostat).
+/// Together they are llama-server's chain (see [`chain`]).
 pub struct Sampler {
     grammar: Option<GrammarSampler>,
     filters: Option<LlamaSampler>,
     pick: LlamaSampler,
+    /// Greedy, with nothing in the chain that reads the candidates as a
+    /// set: the best allowed token is found from a shortlist.
     greedy: bool,
+    /// The pick is the highest logit as the model computed it: taken
+    /// without building the candidates.
+    argmax: bool,
     candidates: Vec<LlamaTokenData>,
     /// How often the grammar refused the first pick, and how often the
     /// shortlist held no allowed token either (for profiling).
@@ -393,23 +400,43 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// The sampler of a generation from `prompt`, whose tokens the
+    /// penalties and DRY count as llama-server's do (image stand-ins, which
+    /// are negative, left out), with the logit biases `biases` resolved
+    /// for this model.
     pub fn new(
         model: &LlamaModel,
         params: &GenerateParams,
         grammar: Option<GrammarSampler>,
+        biases: &Biases,
+        prompt: &[LlamaToken],
     ) -> Self {
-        let (filters, pick) = samplers(model, params);
-        Self {
+        let chain = chain(model, params, biases);
+        let mut sampler = Self {
             grammar,
-            filters,
-            pick,
-            greedy: params.is_greedy(),
+            filters: chain.filters,
+            pick: chain.pick,
+            greedy: chain.shortlist,
+            argmax: chain.argmax,
             candidates: Vec::new(),
             refused: 0,
             full_masks: 0,
             wide_shortlists: 0,
             took_free: true,
+        };
+        if chain.counts_history {
+            for &token in prompt.iter().filter(|t| t.0 >= 0) {
+                sampler.accept_free(token);
+            }
         }
+        sampler
+    }
+
+    /// The candidates the chain left at the last pick, with the
+    /// probabilities the draw used; `None` for a greedy pick (one
+    /// candidate, certain).
+    pub fn last_candidates(&self) -> Option<&[LlamaTokenData]> {
+        (!self.greedy && !self.argmax).then_some(self.candidates.as_slice())
     }
 
     /// Whether the last token sampled was taken without the grammar (there
@@ -421,21 +448,20 @@ impl Sampler {
     /// Pick the next token given the model's `logits`, and let every sampler
     /// see it.
     ///
-    /// With a grammar, in three steps, each only when the one before found
-    /// nothing the grammar allows: (1) the pick among all candidates, if the
-    /// grammar allows it; (2) the pick among the shortlist the grammar allows:
-    /// the best [`SHORTLIST`], then [`WIDE_SHORTLIST`], candidates when greedy, or the candidates left
-    /// by the filters when sampling (when they are at most that many);
-    /// (3) the pick among every token the grammar allows. Greedy decoding
-    /// gets the best allowed token in every case; sampling draws from the
-    /// filtered candidates the grammar allows, renormalised.
+    /// With a grammar, as llama-server's common sampler does: the chain picks
+    /// from all candidates; if the grammar allows the pick, it is taken;
+    /// else the grammar masks the whole vocabulary and the chain picks again
+    /// (a second draw). Greedy decoding, where nothing in the chain reads the
+    /// candidates as a set, first looks for the best allowed token among the
+    /// best [`SHORTLIST`], then [`WIDE_SHORTLIST`], candidates: the same
+    /// token the full mask gives, at a fraction of its cost.
     ///
     /// `phase` says whether the grammar applies: not inside a thought; and
     /// before the answer starts, a pick that opens a thought and that the
     /// grammar refuses is taken without it.
     pub fn sample(&mut self, logits: &[f32], phase: Phase<'_>) -> InferenceResult<LlamaToken> {
         let mut array = None;
-        let mut token = if self.greedy && self.filters.is_none() {
+        let mut token = if self.argmax {
             // Plain greedy: the first highest logit, without building the
             // candidate array (what llama.cpp's greedy sampler picks).
             argmax(logits)
@@ -477,6 +503,13 @@ impl Sampler {
         self.took_free = !constrained || self.grammar.is_none();
         if constrained {
             if let Some(grammar) = &mut self.grammar {
+                // The samplers after the mask may leave nothing (a bias that
+                // bans every token the grammar allows): llama.cpp's chain
+                // then picks a token the grammar refuses, which its grammar
+                // would abort the process on.
+                if !grammar.allows(token) {
+                    return Err(InferenceError::NothingAllowedLeft);
+                }
                 grammar.accept(token)?;
             }
         }
@@ -569,15 +602,13 @@ impl Sampler {
     /// best one is exactly what the full mask would pick, at a fraction of
     /// its cost.
     fn pick_from_shortlist(&mut self, array: &mut LlamaTokenDataArray) -> Option<LlamaToken> {
+        if !self.greedy {
+            // The chain reads the candidates as a set (and draws): only the
+            // whole masked vocabulary gives llama-server's pick.
+            return None;
+        }
         let grammar = self.grammar.as_mut()?;
         let data = &mut array.data;
-        if !self.greedy {
-            // The filters kept too many to check one by one.
-            if data.len() > SHORTLIST {
-                return None;
-            }
-            return pick_allowed(grammar, &mut self.pick, data);
-        }
         for size in [SHORTLIST, WIDE_SHORTLIST] {
             if size == WIDE_SHORTLIST {
                 self.wide_shortlists += 1;
@@ -650,33 +681,206 @@ fn candidates_from(mut data: Vec<LlamaTokenData>, logits: &[f32]) -> LlamaTokenD
     LlamaTokenDataArray::new(data, false)
 }
 
-/// The filters and the pick, in llama.cpp's usual order: penalties, then
-/// top-k, top-p, min-p and temperature, then the seeded draw (or greedy at
-/// temperature 0, where only the penalty applies).
-fn samplers(model: &LlamaModel, params: &GenerateParams) -> (Option<LlamaSampler>, LlamaSampler) {
-    let mut filters = Vec::with_capacity(5);
-    if params.repeat_penalty != 1.0 {
-        filters.push(LlamaSampler::penalties(
-            model.n_vocab(),
-            REPEAT_LAST_N,
-            params.repeat_penalty,
-            0.0,
-            0.0,
-        ));
-    }
-    let pick = if params.is_greedy() {
-        LlamaSampler::greedy()
-    } else {
-        if params.top_k > 0 {
-            filters.push(LlamaSampler::top_k(params.top_k));
+/// The logit biases of a call, resolved for one model: the caller's, by
+/// token id or text, and the model's suppressed tokens at -inf (as
+/// llama-server adds them).
+#[derive(Debug, Clone, Default)]
+pub struct Biases(Vec<LlamaLogitBias>);
+
+impl Biases {
+    /// The biases of `sampling` for `model`: a text gives each of its
+    /// tokens the bias (tokenized as llama-server does, control markup
+    /// read as text). An id outside the vocabulary, or a text of no
+    /// tokens, is refused: llama.cpp would write outside its array.
+    pub fn of(model: &LlamaModel, sampling: &Sampling) -> InferenceResult<Self> {
+        let n_vocab = model.n_vocab();
+        let mut biases = Vec::with_capacity(sampling.logit_bias.len());
+        for entry in &sampling.logit_bias {
+            match &entry.target {
+                BiasTarget::Token(id) => {
+                    if !(0..n_vocab).contains(id) {
+                        return Err(InferenceError::InvalidOption {
+                            key: "logit_bias",
+                            detail: format!(
+                                "names token {id}, which is not in this model's vocabulary (ids 0 to {})",
+                                n_vocab - 1
+                            ),
+                        });
+                    }
+                    biases.push(LlamaLogitBias::new(LlamaToken(*id), entry.bias));
+                }
+                BiasTarget::Text(text) => {
+                    let tokens = model.vocab().tokenize(text.as_bytes(), false, false);
+                    if tokens.is_empty() {
+                        return Err(InferenceError::InvalidOption {
+                            key: "logit_bias",
+                            detail: format!(
+                                "names the text {text:?}, which is no token of this model"
+                            ),
+                        });
+                    }
+                    biases.extend(
+                        tokens
+                            .into_iter()
+                            .map(|t| LlamaLogitBias::new(t, entry.bias)),
+                    );
+                }
+            }
         }
-        filters.push(LlamaSampler::top_p(params.top_p, 1));
-        filters.push(LlamaSampler::min_p(params.min_p, 1));
-        filters.push(LlamaSampler::temp(params.temperature));
-        LlamaSampler::dist(params.seed)
+        biases.extend(
+            model
+                .vocab()
+                .suppress_tokens()
+                .iter()
+                .map(|&t| LlamaLogitBias::new(t, f32::NEG_INFINITY)),
+        );
+        Ok(Self(biases))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// What every sampler of a call starts from: the parsed grammar (a copy
+/// for each sequence) and the biases resolved for the model.
+#[derive(Debug)]
+pub struct CallSampling {
+    pub grammar: Option<GrammarSampler>,
+    pub biases: Biases,
+}
+
+impl CallSampling {
+    /// The sampler of one sequence, from `prompt`.
+    pub fn sampler(
+        &self,
+        model: &LlamaModel,
+        params: &GenerateParams,
+        prompt: &[LlamaToken],
+    ) -> Sampler {
+        Sampler::new(model, params, self.grammar.clone(), &self.biases, prompt)
+    }
+
+    /// The sampler of the call's one sequence.
+    pub fn into_sampler(
+        self,
+        model: &LlamaModel,
+        params: &GenerateParams,
+        prompt: &[LlamaToken],
+    ) -> Sampler {
+        Sampler::new(model, params, self.grammar, &self.biases, prompt)
+    }
+}
+
+/// A call's samplers (see [`chain`]).
+struct Chain {
+    filters: Option<LlamaSampler>,
+    pick: LlamaSampler,
+    /// Greedy with only samplers that move logits token by token: a
+    /// refused pick is replaced from a shortlist (see [`Sampler::sample`]).
+    shortlist: bool,
+    /// Greedy with nothing that moves a logit.
+    argmax: bool,
+    /// The penalties or DRY read the tokens before (the prompt's too).
+    counts_history: bool,
+}
+
+/// llama-server's chain (llama.cpp's `common_sampler_init` with the default
+/// order): `logit_bias` first, then penalties, DRY, top-n-sigma, top-k,
+/// typical-p, top-p, min-p, XTC and the temperature (`temp_ext`), and the
+/// seeded draw; under mirostat, the temperature and mirostat alone. Every
+/// sampler of that list is in the chain, those at their neutral values too:
+/// some sort the candidates, and the draw walks them in the order they are
+/// left in.
+///
+/// At temperature 0 the pick is the most likely token left; where nothing
+/// in the chain reads the candidates as a set (typical-p, XTC, mirostat),
+/// only the samplers that move logits token by token (the bias, the
+/// penalties, DRY) can change which one that is, and the chain is those and
+/// the greedy pick: the same token, at a fraction of the work.
+fn chain(model: &LlamaModel, params: &GenerateParams, biases: &Biases) -> Chain {
+    let s = &params.sampling;
+    let n_vocab = model.n_vocab();
+    let mut filters = Vec::with_capacity(10);
+    if !biases.is_empty() {
+        filters.push(LlamaSampler::logit_bias(n_vocab, &biases.0));
+    }
+    let last_n = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    let min_keep = s.min_keep as usize;
+    let penalties = || {
+        LlamaSampler::penalties(
+            n_vocab,
+            last_n(s.repeat_last_n),
+            s.repeat_penalty,
+            s.frequency_penalty,
+            s.presence_penalty,
+        )
     };
-    let filters = (!filters.is_empty()).then(|| LlamaSampler::chain_simple(filters));
-    (filters, pick)
+    let dry = || {
+        LlamaSampler::dry(
+            model,
+            s.dry.multiplier,
+            s.dry.base,
+            last_n(s.dry.allowed_length),
+            last_n(s.dry.penalty_last_n),
+            s.dry.sequence_breakers.iter().map(String::as_bytes),
+        )
+    };
+    let counts_history = s.mirostat == Mirostat::Off && (s.penalizes() || s.dry.is_on());
+    if params.is_greedy() && !s.greedy_reads_the_set() {
+        if s.penalizes() {
+            filters.push(penalties());
+        }
+        if s.dry.is_on() {
+            filters.push(dry());
+        }
+        let argmax = filters.is_empty();
+        return Chain {
+            filters: (!argmax).then(|| LlamaSampler::chain_simple(filters)),
+            pick: LlamaSampler::greedy(),
+            shortlist: true,
+            argmax,
+            counts_history,
+        };
+    }
+    let pick = match s.mirostat {
+        Mirostat::Off => {
+            filters.push(penalties());
+            filters.push(dry());
+            filters.push(LlamaSampler::top_n_sigma(s.top_n_sigma));
+            filters.push(LlamaSampler::top_k(s.top_k));
+            filters.push(LlamaSampler::typical(s.typical_p, min_keep));
+            filters.push(LlamaSampler::top_p(s.top_p, min_keep));
+            filters.push(LlamaSampler::min_p(s.min_p, min_keep));
+            filters.push(LlamaSampler::xtc(
+                s.xtc_probability,
+                s.xtc_threshold,
+                min_keep,
+                params.seed,
+            ));
+            filters.push(LlamaSampler::temp_ext(
+                params.temperature,
+                s.dynatemp_range,
+                s.dynatemp_exponent,
+            ));
+            LlamaSampler::dist(params.seed)
+        }
+        Mirostat::V1 { tau, eta } => {
+            filters.push(LlamaSampler::temp(params.temperature));
+            LlamaSampler::mirostat(n_vocab, params.seed, tau, eta, 100)
+        }
+        Mirostat::V2 { tau, eta } => {
+            filters.push(LlamaSampler::temp(params.temperature));
+            LlamaSampler::mirostat_v2(params.seed, tau, eta)
+        }
+    };
+    Chain {
+        filters: Some(LlamaSampler::chain_simple(filters)),
+        pick,
+        shortlist: false,
+        argmax: false,
+        counts_history,
+    }
 }
 
 #[cfg(test)]

@@ -96,13 +96,13 @@ impl Stream {
             cores,
             home,
             thread,
-            params,
             lease: Some(Lease {
                 session,
                 claim: None,
             }),
+            release: Release::new(parts, params.logprobs.is_some()),
             state: State::Ready { sampler, prompt },
-            release: Release::new(parts),
+            params,
         }
     }
 
@@ -206,16 +206,23 @@ impl PieceStream for Stream {
     /// the whole text has been handed out.
     fn next_piece(&mut self) -> InferenceResult<Option<Piece>> {
         loop {
-            let (text, complete) = match &self.state {
-                State::Ready { .. } => ("", false),
+            let (text, complete, logprobs) = match &self.state {
+                State::Ready { .. } => ("", false, None),
                 State::Running(generator) => {
                     let (text, undecided) = generator.text();
-                    (&text[..text.len() - undecided], false)
+                    (&text[..text.len() - undecided], false, generator.logprobs())
                 }
-                State::Done(generation) => (generation.text.as_str(), true),
+                State::Done(generation) => (
+                    generation.text.as_str(),
+                    true,
+                    generation.logprobs.as_deref(),
+                ),
                 State::Failed(e) => return Err(e.clone()),
             };
-            if let Some(piece) = self.release.next(text, complete) {
+            if let Some(piece) =
+                self.release
+                    .next_with(text, complete, logprobs.unwrap_or_default())
+            {
                 return Ok(Some(piece));
             }
             if complete {
@@ -250,6 +257,7 @@ impl PieceStream for Stream {
                 without_calls: None,
                 timings: Default::default(),
                 trace: Vec::new(),
+                logprobs: self.params.logprobs.map(|_| Vec::new()),
             }),
             State::Running(generator) => State::Done(generator.finish(FinishReason::Cancelled)),
             ended => ended,

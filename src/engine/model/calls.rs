@@ -16,7 +16,7 @@ use crate::backend::{Backend, Generation, PieceStream, Prompt, Prompts};
 use crate::chat::reasoning::Parts;
 use crate::chat::Message;
 use crate::engine::decode::input::Input;
-use crate::engine::decode::sampler::{GrammarSampler, Sampler};
+use crate::engine::decode::sampler::{Biases, CallSampling, GrammarSampler, Sampler};
 use crate::engine::decode::session::Session;
 use crate::engine::decode::stream::Stream;
 use crate::engine::decode::{batch, generate};
@@ -266,7 +266,7 @@ impl Model {
             prompt.check_ends_with_text().map_err(|e| e.in_prompt(i))?;
         }
         self.refuse_during_stream()?;
-        let grammar = self.grammar(params)?;
+        let sampling = self.sampling(params)?;
         let shape = batch::shape_for(prompts, params, parallel);
         self.in_kept_context(
             &self.reusable.many,
@@ -279,7 +279,7 @@ impl Model {
                     model,
                     prompts,
                     params,
-                    grammar.as_ref(),
+                    &sampling,
                     claim,
                 )
             },
@@ -325,7 +325,9 @@ impl Model {
         self.refuse_during_stream()?;
         let model = &self.model;
         generate::check_fits(model, prompt, params.n_ctx)?;
-        let sampler = Sampler::new(model, params, self.grammar(params)?);
+        let sampler = self
+            .sampling(params)?
+            .into_sampler(model, params, &prompt.text_tokens());
         let kept = self.reusable.sessions.take(|s| {
             if s.n_ctx() == params.n_ctx && s.is_usable() {
                 Fit::Fits(s.shared_with(prompt.tokens()))
@@ -345,6 +347,15 @@ impl Model {
         };
         self.last_n_ctx.store(params.n_ctx, Ordering::Relaxed);
         Ok((session, sampler))
+    }
+
+    /// What the samplers of a call start from: the grammar of `params`
+    /// and its logit biases, resolved for this model.
+    fn sampling(&self, params: &GenerateParams) -> InferenceResult<CallSampling> {
+        Ok(CallSampling {
+            grammar: self.grammar(params)?,
+            biases: Biases::of(&self.model, &params.sampling)?,
+        })
     }
 
     /// A fresh grammar sampler for the constraint of `params`, parsed once
