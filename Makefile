@@ -62,6 +62,9 @@ export INFER_GEMMA_MODEL
 # own weights by scripts/make-colour-mmproj.py (make vision-model), and llama.cpp's
 # llama-mtmd-cli, its judge (make llama-mtmd-cli).
 VISION_MODEL_FILE := models/SmolLM2-135M-colour-mmproj.gguf
+LORA_MODEL_FILE := models/SmolLM2-135M-test-lora.gguf
+INFER_LORA_MODEL ?= $(CURDIR)/$(LORA_MODEL_FILE)
+export INFER_LORA_MODEL
 INFER_VISION_MODEL ?= $(CURDIR)/$(VISION_MODEL_FILE)
 export INFER_VISION_MODEL
 INFER_LLAMA_MTMD_CLI ?= $(CURDIR)/target/llama-server/bin/llama-mtmd-cli
@@ -88,7 +91,7 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision
+.PHONY: demo test test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling
 
 demo: build model embedding-model vision-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -160,7 +163,12 @@ gemma-model:
 	@bash scripts/fetch-model.sh gemma $(GEMMA_MODEL_FILE)
 
 vision-model: deps model
-	@bash scripts/make-vision-model.sh $(VISION_MODEL_FILE) $(MODEL_FILE)
+	@bash scripts/make-test-asset.sh make-colour-mmproj.py 2aa2d4b29302c790413d1bc3ac56ff096c9d0ee605a4f50a05d9a1e799fd5f2f $(VISION_MODEL_FILE) $(MODEL_FILE)
+
+# A LoRA adapter for the default model that favours " banana" (the sampling
+# tests' adapter; scripts/make-test-lora.py says how).
+lora-model: deps model
+	@bash scripts/make-test-asset.sh make-test-lora.py 614132330130667fc85f58e316f6eb25b6d74cbaa8b9026822b1192c695279a1 $(LORA_MODEL_FILE) $(MODEL_FILE)
 
 xgrammar:
 	@bash scripts/xgrammar-venv.sh >/dev/null
@@ -204,7 +212,7 @@ lint:
 # Benchmarks (figures go to docs/benchmarks/, indexed by BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -349,6 +357,11 @@ bench-shared-state: build model llama-server
 # Prompt lookup (option `lookup`) against the same calls without it and
 # against llama.cpp's own llama-lookup (bench/lookup.php;
 # docs/benchmarks/decoding.md, "Prompt lookup").
+# What each sampler and the log-probabilities cost per token, against the
+# default chain; drawing under a schema against greedy.
+bench-sampling: build model
+	$(PHP_WITH_EXT) bench/sampling.php $(INFER_MODEL) $(BENCH_THREADS)
+
 bench-lookup: build model qwen-model
 	bash bench/build-llama-tools.sh
 	$(PHP_WITH_EXT) bench/lookup.php $(INFER_MODEL) target/llama-tools/bin $(BENCH_THREADS)

@@ -1,5 +1,5 @@
 # Sourced by the scripts that run the project's Python converters
-# (fetch-embedding-model.sh, make-vision-model.sh): `venv_convert ROOT`
+# (fetch-embedding-model.sh, make-test-asset.sh): `venv_convert ROOT`
 # makes (once) the virtualenv target/venv-convert with the converters'
 # packages, each pinned (with what they pull in), and sets `venv` to it.
 # Expects retry.sh sourced.
