@@ -154,6 +154,20 @@ final class Model
     public function chat(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Response {}
 
     /**
+     * The log-probability of the model replying exactly each of $answers to $prompt: the sum, over the answer's
+     * tokens, of each token's log-probability in the model's own distribution. Nothing is generated; the prompt
+     * is evaluated once (and kept, as a chat's is), each answer in one batch. Softmax the scores to compare
+     * answers, e.g. a classifier's labels spelled as the schema writes them (docs/sampling.md).
+     *
+     * @param list<string> $answers the replies to score, each non-empty
+     * @param array{cache_prompt?: bool, timeout?: float, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool} $options
+     * @return list<float> in the order of $answers
+     * @throws InferenceException for an empty list, an empty answer, one that does not fit in $nCtx after the
+     *         prompt (naming its index), and on a connected model (servers cannot score a given reply)
+     */
+    public function score(Prompt $prompt, array $answers, int $nCtx = 2048, array $options = []): array {}
+
+    /**
      * Complete $prompt as plain text: no chat template, no reasoning split.
      *
      * @param bool $addBos add the tokens the model's tokenizer puts at the start of a sequence (BOS)

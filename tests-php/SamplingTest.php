@@ -250,6 +250,57 @@ final class SamplingTest extends InferTestCase
         }
     }
 
+    /**
+     * score(): the log-probability of a given reply is the sum of its tokens' log-probabilities as generation
+     * reports them (the greedy reply, every token sampled, checked against its own logprobs, which
+     * testLogprobsAreLlamaServersNProbs checks against llama-server); a less likely reply scores lower.
+     */
+    public function testScoreIsTheSumOfTheTokensLogprobs(): void
+    {
+        $prompt = \Displace\Infer\Prompt::user('What is the capital of France? Answer in one word.');
+        $r = self::model()->chat($prompt, maxTokens: 24, options: ['logprobs' => true, 'fast_forward' => false]);
+        $this->assertSame('eos', $r->finishReason(), 'the whole reply is scored');
+        $sum = array_sum(array_column($r->logprobs(), 'logprob'));
+        [$greedy, $other] = self::model()->score($prompt, [$r->text(), 'Madrid']);
+        // score() evaluates the answer in one batch, generation one token a step: their logits differ in the
+        // last bits (other kernels), a few thousandths of a log-probability over the reply.
+        $this->assertEqualsWithDelta($sum, $greedy, 2e-2);
+        $this->assertLessThan($greedy, $other);
+        $this->assertSame([$greedy], self::model()->score($prompt, [$r->text()], options: ['cache_prompt' => false]));
+    }
+
+    /**
+     * The recipe of docs/sampling.md: a classifier's confidence under an enum, the labels' replies scored and
+     * softmaxed; the label the schema-constrained chat writes is the most likely.
+     */
+    public function testEachLabelsProbabilityUnderAnEnum(): void
+    {
+        $labels = ['positive', 'negative', 'neutral'];
+        $schema = ['type' => 'object', 'properties' => ['sentiment' => ['enum' => $labels]], 'required' => ['sentiment']];
+        foreach (['I loved this film, it was wonderful.' => 'positive', 'The food was cold and the waiter was rude.' => 'negative'] as $text => $want) {
+            $prompt = \Displace\Infer\Prompt::user("Classify the sentiment of: \"$text\"");
+            $scores = self::model()->score($prompt, array_map(fn ($l) => sprintf("{\"sentiment\": \"%s\"}", $l), $labels));
+            $max = max($scores);
+            $p = array_map(fn ($s) => exp($s - $max), $scores);
+            $p = array_combine($labels, array_map(fn ($v) => $v / array_sum($p), $p));
+            arsort($p);
+            $written = self::model()->chat($prompt, maxTokens: 20, options: ['schema' => $schema])->json()['sentiment'];
+            $this->assertSame($written, array_key_first($p), $text);
+            $this->assertEqualsWithDelta(1.0, array_sum($p), 1e-9);
+        }
+    }
+
+    /** score()'s errors: no answers, an empty one, an option it has no use for, a connected model. */
+    public function testScoreErrors(): void
+    {
+        $prompt = \Displace\Infer\Prompt::user('Hi');
+        $this->assertThrows(InferenceException::class, 'answers must not be empty', fn () => self::model()->score($prompt, []));
+        $this->assertThrows(InferenceException::class, 'answers[1]: text is empty', fn () => self::model()->score($prompt, ['Hello', '']));
+        $this->assertThrows(InferenceException::class, 'answers must be a list', fn () => self::model()->score($prompt, ['a' => 'Hello']));
+        $this->assertThrows(InferenceException::class, 'option "temperature" is not a known option (known: cache_prompt, timeout, template_vars, special_tokens_in_messages)', fn () => self::model()->score($prompt, ['Hello'], options: ['temperature' => 1.0]));
+        $this->assertThrows(InferenceException::class, 'scoring answers is not available through llama-server', fn () => Model::connect(self::server()->url)->score($prompt, ['Hello']));
+    }
+
     /** The pieces of a stream carry the log-probabilities of their tokens: together, the response's. */
     public function testStreamPiecesCarryTheirTokensLogprobs(): void
     {

@@ -72,6 +72,8 @@ pub enum InferenceError {
     EmptyPrompt,
     #[error("prompts must not be empty")]
     NoPrompts,
+    #[error("answers must not be empty")]
+    NoAnswers,
     #[error("prompt {index}: {source}")]
     InPrompt {
         index: usize,
@@ -190,6 +192,8 @@ pub enum List {
     Texts,
     /// The documents to rank.
     Documents,
+    /// The answers to score.
+    Answers,
 }
 
 impl List {
@@ -197,6 +201,7 @@ impl List {
         match self {
             List::Texts => "texts",
             List::Documents => "documents",
+            List::Answers => "answers",
         }
     }
 
@@ -205,6 +210,7 @@ impl List {
         match self {
             List::Texts => "text",
             List::Documents => "document",
+            List::Answers => "answer",
         }
     }
 }

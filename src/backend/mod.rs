@@ -156,6 +156,16 @@ pub trait Backend: Debug + Send + Sync {
     /// control-token markup counts as one token each.
     fn count_tokens(&self, text: &str, parse_special: bool) -> InferenceResult<usize>;
 
+    /// The log-probability of the model replying exactly each of `answers`
+    /// to `messages` (the sum over the answer's tokens of their
+    /// log-probability in the model's own distribution), in order.
+    fn score(
+        &self,
+        messages: &[Message],
+        answers: &[String],
+        params: &GenerateParams,
+    ) -> InferenceResult<Vec<f64>>;
+
     /// The text `chat()` gives the model for `messages` with `params`.
     fn render_prompt(
         &self,

@@ -34,26 +34,37 @@ const CHAT: CallKind = CallKind {
     chat: true,
     many: false,
     strings: false,
+    scores: false,
 };
 const RAW: CallKind = CallKind {
     chat: false,
     many: false,
     strings: true,
+    scores: false,
 };
 const RAW_STREAM: CallKind = CallKind {
     chat: false,
     many: false,
     strings: false,
+    scores: false,
 };
 const CHAT_MANY: CallKind = CallKind {
     chat: true,
     many: true,
     strings: false,
+    scores: false,
 };
 const RAW_MANY: CallKind = CallKind {
     chat: false,
     many: true,
     strings: true,
+    scores: false,
+};
+const SCORE: CallKind = CallKind {
+    chat: true,
+    many: false,
+    strings: false,
+    scores: true,
 };
 
 /// A GGUF model loaded in this process.
@@ -328,6 +339,35 @@ impl Model {
         })?;
         let generations = backend.raw_many(&texts, addBos, &params, parallel)?;
         Ok(generations.into_iter().map(|g| g.text).collect())
+    }
+
+    /// The log-probability of the model replying exactly each of
+    /// `answers` to `prompt`: the sum, over the answer's tokens, of each
+    /// token's log-probability in the model's own distribution (nothing
+    /// generated). A list of floats in the order of `answers`; softmax
+    /// them to compare the answers (a classifier's labels).
+    #[php(defaults(nCtx = 2048, options = OptionsArg::none()))]
+    pub fn score(
+        &self,
+        prompt: &Prompt,
+        answers: &ZendHashTable,
+        nCtx: i64,
+        options: OptionsArg<'_>,
+    ) -> PhpResult<Vec<f64>> {
+        let (backend, params, _) = self.generation(SCORE, (1, nCtx, 0.0, 0), options)?;
+        let answers = prompt_list(answers, "answers", "a string", |index, item| {
+            convert::string_bytes(item).map(|bytes| {
+                convert::utf8(bytes.to_vec()).map_err(|offset| CallError::ElementNotUtf8 {
+                    what: "answers",
+                    index,
+                    offset,
+                })
+            })
+        })?;
+        if answers.is_empty() {
+            return Err(CallError::Engine(crate::backend::InferenceError::NoAnswers).into());
+        }
+        Ok(backend.score(&prompt.messages, &answers, &params)?)
     }
 
     /// The embedding of `text` (a model loaded with `embedding`).

@@ -81,6 +81,14 @@ pub const MANY_KEYS: &[&str] = &[
     "parallel",
 ];
 
+/// The keys `score()` accepts: what renders the prompt, and how it is read.
+pub const SCORE_KEYS: &[&str] = &[
+    "cache_prompt",
+    "timeout",
+    "template_vars",
+    "special_tokens_in_messages",
+];
+
 /// The keys `chat()` and `raw()` accept: all of `MANY_KEYS` but the last.
 pub const GENERATE_KEYS: &[&str] = MANY_KEYS.split_at(MANY_KEYS.len() - 1).0;
 
@@ -226,6 +234,8 @@ pub struct CallKind {
     /// The method returns strings (`raw()`, `rawMany()`), not responses:
     /// nothing to carry log-probabilities.
     pub strings: bool,
+    /// `score()`: nothing is generated, only the prompt's options apply.
+    pub scores: bool,
 }
 
 /// The parameters of a generation and how many prompts to decode at a time,
@@ -238,8 +248,17 @@ pub fn generation_params(
     kind: CallKind,
     refuses: impl Fn(&str, bool) -> Option<&'static str>,
 ) -> Result<(GenerateParams, u32), CallError> {
-    let keys = if kind.many { MANY_KEYS } else { GENERATE_KEYS };
+    let keys = if kind.scores {
+        SCORE_KEYS
+    } else if kind.many {
+        MANY_KEYS
+    } else {
+        GENERATE_KEYS
+    };
     let mut entries = args.options.entries(|i| Problem::integer_key(i, keys))?;
+    if let Some((key, _)) = entries.iter().find(|(k, _)| !keys.contains(&k.as_str())) {
+        return Err(Problem::unknown(key, keys).into());
+    }
     if let Some((key, why)) = entries
         .iter()
         .find_map(|(key, value)| refuses(key, value.is_false()).map(|why| (key, why)))

@@ -83,6 +83,22 @@ const OPENAI_LACKS: &[&str] = &[
 const OPENAI_LACKS_WHY: &str = "is a llama-server parameter that this extension does not send to vLLM or SGLang (it sends them temperature, top_k, top_p, min_p, seed, the three penalties and logit_bias by token id)";
 
 impl Backend for Remote {
+    /// A server generates; it has no call that reads a given reply's
+    /// probabilities.
+    fn score(
+        &self,
+        _messages: &[Message],
+        _answers: &[String],
+        _params: &GenerateParams,
+    ) -> InferenceResult<Vec<f64>> {
+        Err(RemoteError::Unsupported {
+            what: "scoring answers",
+            engine: self.engine.name(),
+            why: "its API generates replies and reports the probabilities of the tokens it writes, never of a reply it is given; score with a model loaded in this process",
+        }
+        .into())
+    }
+
     /// Generate from `prompt`: one request, read to its end.
     fn generate(
         &self,

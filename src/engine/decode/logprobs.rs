@@ -109,6 +109,18 @@ impl Recorder {
     }
 }
 
+/// The exact natural logarithm of `token`'s probability in the softmax of
+/// `logits` (double precision throughout).
+pub fn log_softmax_at(logits: &[f32], token: LlamaToken) -> f64 {
+    let max = f64::from(logits.iter().copied().fold(f32::NEG_INFINITY, f32::max));
+    let sum: f64 = logits.iter().map(|&l| (f64::from(l) - max).exp()).sum();
+    let logit = usize::try_from(token.0)
+        .ok()
+        .and_then(|i| logits.get(i))
+        .map_or(f64::NEG_INFINITY, |&l| f64::from(l));
+    logit - max - sum.ln()
+}
+
 /// The token's text, control tokens rendered (as llama-server shows them).
 fn piece(model: &LlamaModel, token: LlamaToken) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(16);

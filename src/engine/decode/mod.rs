@@ -14,6 +14,7 @@ pub mod output;
 pub mod probe;
 pub mod progress;
 pub mod sampler;
+pub mod score;
 pub mod session;
 pub mod stream;
 pub mod think;

@@ -19,7 +19,7 @@ use crate::engine::decode::input::Input;
 use crate::engine::decode::sampler::{Biases, CallSampling, GrammarSampler, Sampler};
 use crate::engine::decode::session::Session;
 use crate::engine::decode::stream::Stream;
-use crate::engine::decode::{batch, generate};
+use crate::engine::decode::{batch, generate, score};
 use crate::engine::embed;
 use crate::engine::llama::context::{Context, Shape};
 use crate::engine::llama::devices::{self, Device};
@@ -110,6 +110,28 @@ impl Backend for Model {
             .vocab()
             .tokenize(text.as_bytes(), false, parse_special)
             .len())
+    }
+
+    /// The log-probability of each of `answers` as the reply to `messages`
+    /// (see [`score::score`]).
+    fn score(
+        &self,
+        messages: &[Message],
+        answers: &[String],
+        params: &GenerateParams,
+    ) -> InferenceResult<Vec<f64>> {
+        let (input, params, _) = self.prompt_tokens(Prompt::Chat(messages), params)?;
+        let model = self.model();
+        generate::check_fits(model, &input, params.n_ctx)?;
+        let answers = score::answer_tokens(model, answers, input.len(), params.n_ctx)?;
+        self.refuse_during_stream()?;
+        let mut session = self.session_for(&input, &params)?;
+        let claim = self.claim();
+        let result = score::score(&mut session, &input, &answers, &params, claim.as_ref());
+        if result.is_ok() {
+            self.reusable.sessions.put(session);
+        }
+        result
     }
 
     /// The text [`Model::chat`] gives the model for `messages` with
@@ -328,6 +350,13 @@ impl Model {
         let sampler = self
             .sampling(params)?
             .into_sampler(model, params, &prompt.text_tokens());
+        Ok((self.session_for(prompt, params)?, sampler))
+    }
+
+    /// The kept session of the size `params` asks for that shares most of
+    /// `prompt`, else a new one.
+    fn session_for(&self, prompt: &Input, params: &GenerateParams) -> InferenceResult<Session> {
+        let model = &self.model;
         let kept = self.reusable.sessions.take(|s| {
             if s.n_ctx() == params.n_ctx && s.is_usable() {
                 Fit::Fits(s.shared_with(prompt.tokens()))
@@ -346,7 +375,7 @@ impl Model {
             )?,
         };
         self.last_n_ctx.store(params.n_ctx, Ordering::Relaxed);
-        Ok((session, sampler))
+        Ok(session)
     }
 
     /// What the samplers of a call start from: the grammar of `params`
