@@ -14,6 +14,10 @@ use Displace\Infer\Prompt;
  * forced tokens obey every limit sampled ones obey. The judges are the
  * schema itself (decoded with json_decode and checked key by key), a regular
  * expression equivalent to the grammar, and the same call without it.
+ *
+ * What it checks is the engine's, the same on every PHP: CI's quick runs on the other PHPs leave it out.
+ *
+ * @group engine
  */
 final class FastForwardTest extends InferTestCase
 {

@@ -18,6 +18,10 @@ use Displace\Infer\Prompt;
  * token evaluated alone; here tokens are evaluated in batches, whose logits
  * can differ in the last bits from single steps, so the prompts are ones
  * whose answers have no near-tie.)
+ *
+ * What it checks is the engine's, the same on every PHP: CI's quick runs on the other PHPs leave it out.
+ *
+ * @group engine
  */
 final class LookupTest extends InferTestCase
 {

@@ -11,6 +11,10 @@ use Displace\Infer\Prompt;
  * A model keeps its context between calls and reuses the shared prompt
  * prefix (`cache_prompt`, on by default). Reuse never changes the output, and
  * a forked child process gets a working model of its own.
+ *
+ * What it checks is the engine's, the same on every PHP: CI's quick runs on the other PHPs leave it out.
+ *
+ * @group engine
  */
 final class PromptCacheTest extends InferTestCase
 {

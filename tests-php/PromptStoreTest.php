@@ -17,6 +17,10 @@ require_once __DIR__ . '/support/prompt-cache-prompts.php';
  * (`infer.prompt_cache_dir`): a process starts from the prefixes another
  * stored, for the same model file, build and KV layout only; a bad entry
  * never changes an answer, never crashes and never writes to stderr.
+ *
+ * What it checks is the engine's, the same on every PHP: CI's quick runs on the other PHPs leave it out.
+ *
+ * @group engine
  */
 final class PromptStoreTest extends InferTestCase
 {

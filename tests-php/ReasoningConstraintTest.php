@@ -16,6 +16,10 @@ use Displace\Infer\Prompt;
  *
  * The judges: the thought must be exactly what the same greedy run writes without any constraint (it is not
  * shaped), and the answer must satisfy the schema, checked here field by field.
+ *
+ * What it checks is the engine's, the same on every PHP: CI's quick runs on the other PHPs leave it out.
+ *
+ * @group engine
  */
 final class ReasoningConstraintTest extends InferTestCase
 {
