@@ -136,6 +136,20 @@ pub(super) fn prompt_list<'a, T>(
         .collect()
 }
 
+/// A list of UTF-8 strings (`rawMany()`'s prompts, `score()`'s answers),
+/// named `what` in its errors.
+fn text_list(list: &ZendHashTable, what: &'static str) -> Result<Vec<String>, CallError> {
+    prompt_list(list, what, "a string", |index, item| {
+        convert::string_bytes(item).map(|bytes| {
+            convert::utf8(bytes.to_vec()).map_err(|offset| CallError::ElementNotUtf8 {
+                what,
+                index,
+                offset,
+            })
+        })
+    })
+}
+
 /// A text to embed: UTF-8 without NUL bytes; `what` names it in the error.
 pub(super) fn embed_text(bytes: Vec<u8>, what: &str) -> Result<String, CallError> {
     if let Some(offset) = bytes.iter().position(|&b| b == 0) {
@@ -328,15 +342,7 @@ impl Model {
     ) -> PhpResult<Vec<String>> {
         let (backend, params, parallel) =
             self.generation(RAW_MANY, (maxTokens, nCtx, temperature, seed), options)?;
-        let texts = prompt_list(prompts, "prompts", "a string", |index, item| {
-            convert::string_bytes(item).map(|bytes| {
-                convert::utf8(bytes.to_vec()).map_err(|offset| CallError::ElementNotUtf8 {
-                    what: "prompts",
-                    index,
-                    offset,
-                })
-            })
-        })?;
+        let texts = text_list(prompts, "prompts")?;
         let generations = backend.raw_many(&texts, addBos, &params, parallel)?;
         Ok(generations.into_iter().map(|g| g.text).collect())
     }
@@ -355,15 +361,7 @@ impl Model {
         options: OptionsArg<'_>,
     ) -> PhpResult<Vec<f64>> {
         let (backend, params, _) = self.generation(SCORE, (1, nCtx, 0.0, 0), options)?;
-        let answers = prompt_list(answers, "answers", "a string", |index, item| {
-            convert::string_bytes(item).map(|bytes| {
-                convert::utf8(bytes.to_vec()).map_err(|offset| CallError::ElementNotUtf8 {
-                    what: "answers",
-                    index,
-                    offset,
-                })
-            })
-        })?;
+        let answers = text_list(answers, "answers")?;
         if answers.is_empty() {
             return Err(CallError::Engine(crate::backend::InferenceError::NoAnswers).into());
         }
