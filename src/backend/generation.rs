@@ -230,7 +230,7 @@ impl Release {
 
     /// The next piece of `text` past what was handed out, if one is final
     /// (`complete`: the text will not grow).
-    pub fn next(&mut self, text: &str, complete: bool) -> Option<Piece> {
+    fn next(&mut self, text: &str, complete: bool) -> Option<Piece> {
         let piece = cut(&mut self.parts, text, self.released, complete)?;
         self.released += piece.text.len();
         Some(piece)

@@ -70,21 +70,25 @@ impl Recorder {
     pub fn taken(&mut self, model: &LlamaModel, token: LlamaToken, text_end: usize) {
         let mut entry = match self.sampled.take() {
             Some(entry) if entry.id == token.0 => entry,
-            _ => TokenLogprob {
-                id: token.0,
-                bytes: piece(model, token),
-                logprob: 0.0,
-                forced: true,
-                top: match self.settings.top {
+            _ => {
+                let bytes = piece(model, token);
+                let top = match self.settings.top {
                     0 => Vec::new(),
                     _ => vec![TopLogprob {
                         id: token.0,
-                        bytes: piece(model, token),
+                        bytes: bytes.clone(),
                         logprob: 0.0,
                     }],
-                },
-                text_end: 0,
-            },
+                };
+                TokenLogprob {
+                    id: token.0,
+                    bytes,
+                    logprob: 0.0,
+                    forced: true,
+                    top,
+                    text_end: 0,
+                }
+            }
         };
         entry.text_end = text_end;
         self.entries.push(entry);
