@@ -91,7 +91,7 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling
+.PHONY: demo test test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling bench-lora
 
 demo: build model embedding-model vision-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -175,7 +175,7 @@ vision-model: deps model
 # A LoRA adapter for the default model that favours " banana" (the sampling
 # tests' adapter; scripts/make-test-lora.py says how).
 lora-model: deps model
-	@bash scripts/make-test-asset.sh make-test-lora.py 614132330130667fc85f58e316f6eb25b6d74cbaa8b9026822b1192c695279a1 $(LORA_MODEL_FILE) $(MODEL_FILE)
+	@bash scripts/make-test-asset.sh make-test-lora.py 9a3f46371861f386c1348f9b50c0a618ee0ce994283c98a1abb001f7bf21e985 $(LORA_MODEL_FILE) $(MODEL_FILE)
 
 xgrammar:
 	@bash scripts/xgrammar-venv.sh >/dev/null
@@ -205,7 +205,7 @@ llama-mtmd-cli: build
 	@bash scripts/build-llama-mtmd-cli.sh
 endif
 
-test-php: build model embedding-model qwen-model gemma-model vision-model llama-server llama-mtmd-cli
+test-php: build model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli
 	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist $(PHPUNIT_EXCLUDE)
 
 lint:
@@ -219,7 +219,7 @@ lint:
 # Benchmarks (figures go to docs/benchmarks/, indexed by BENCHMARKS.md); they read ../shared/data.
 MASKBENCH ?= ../shared/data/maskbench-visible.jsonl
 
-bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling
+bench: bench-schema bench-compliance bench-convert bench-perf bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling bench-lora
 
 bench-schema: deps model
 	cargo run --release $(CORE) --example maskbench -- $(MASKBENCH) $(INFER_MODEL)
@@ -368,6 +368,9 @@ bench-shared-state: build model llama-server
 # default chain; drawing under a schema against greedy.
 bench-sampling: build model
 	$(PHP_WITH_EXT) bench/sampling.php $(INFER_MODEL) $(BENCH_THREADS)
+
+bench-lora: build model lora-model llama-server
+	$(PHP_WITH_EXT) bench/lora.php $(INFER_MODEL) $(INFER_LORA_MODEL) $(BENCH_THREADS) 7 $(INFER_LLAMA_SERVER)
 
 bench-lookup: build model qwen-model
 	bash bench/build-llama-tools.sh

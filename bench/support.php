@@ -60,14 +60,15 @@ function child_json(array $cmd, ?string $cwd = null, bool $quiet = false): array
 }
 
 /** @return array{resource, string} the server process and its base URL */
-function start_server(string $binary, string $model, int $slots, int $threads): array
+function start_server(string $binary, string $model, int $slots, int $threads, array $extra = []): array
 {
     $probe = stream_socket_server('tcp://127.0.0.1:0');
     $port = (int) substr(strrchr(stream_socket_get_name($probe, false), ':'), 1);
     fclose($probe);
     $process = proc_open(
         [$binary, '-m', $model, '--host', '127.0.0.1', '--port', (string) $port, '-fa', 'off',
-            '-t', (string) $threads, '-tb', (string) $threads, '-np', (string) $slots, '-c', (string) (2048 * $slots)],
+            '-t', (string) $threads, '-tb', (string) $threads, '-np', (string) $slots, '-c', (string) (2048 * $slots),
+            ...$extra],
         [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
         $pipes,
     );

@@ -50,7 +50,7 @@ final class Model
      * Load a GGUF model.
      *
      * @param string $path path of a .gguf file; it must be within open_basedir when that is set
-     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank', shared?: bool, mmproj?: string} $options
+     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank', shared?: bool, mmproj?: string, lora?: list<array<string, string|float>>} $options
      *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0). Above 0 on a build without a GPU
      *        backend (the default CPU build), or where no GPU device is found, it throws ModelLoadException naming
      *        the compiled backends: never a silent run on the CPU. info() shows what was offloaded;
@@ -71,6 +71,11 @@ final class Model
      *        mmproj: the path of an image projector GGUF made for this model (llama.cpp's multimodal
      *        projector, "mmproj"): user messages may then hold Image values (docs/images.md). Not with embedding;
      *        the path obeys open_basedir. A projector that does not fit the model throws.
+     *        lora: LoRA adapters loaded with the model, a list of ['path' => string, 'scale' => float (default 1.0,
+     *        -100 to 100), 'name' => string (default: the file's name without .gguf)]; each call chooses among
+     *        them with its option lora (['name' => scale], [] for none; default: the load-time scales). The
+     *        paths obey open_basedir; an adapter that is not one, or that does not fit the model, throws
+     *        naming it (docs/sampling.md, "LoRA adapters").
      *        shared: use the llama-server that every PHP process of this installation shares (default false):
      *        php.ini infer.server_model names the one GGUF it serves, and $path must be that file; the first
      *        process that needs it starts it (infer.server_slots, infer.server_threads, infer.server_ctx,
@@ -125,7 +130,7 @@ final class Model
      * @param int $nCtx context size in tokens (>= 1, at most contextLength())
      * @param float $temperature 0.0 is greedy and deterministic; above 0 sampling is seeded by $seed
      * @param int $seed the same seed gives the same output
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, lora?: array<string, float|int>, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
      *        fast_forward: append what the schema or grammar forces (keys, punctuation, the rest of an enum value)
      *        without sampling it, evaluated in one batch (default true); false samples every token, as llama.cpp's
      *        tools and llama-server do.
@@ -160,7 +165,7 @@ final class Model
      * answers, e.g. a classifier's labels spelled as the schema writes them (docs/sampling.md).
      *
      * @param list<string> $answers the replies to score, each non-empty
-     * @param array{cache_prompt?: bool, timeout?: float, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool} $options
+     * @param array{lora?: array<string, float|int>, cache_prompt?: bool, timeout?: float, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool} $options
      * @return list<float> in the order of $answers
      * @throws InferenceException for an empty list, an empty answer, one that does not fit in $nCtx after the
      *         prompt (naming its index), and on a connected model (servers cannot score a given reply)
@@ -171,7 +176,7 @@ final class Model
      * Complete $prompt as plain text: no chat template, no reasoning split.
      *
      * @param bool $addBos add the tokens the model's tokenizer puts at the start of a sequence (BOS)
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, lora?: array<string, float|int>, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int} $options
      * @throws InferenceException
      */
     public function raw(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): string {}
@@ -185,7 +190,7 @@ final class Model
      * While the stream is open (not iterated to the end, cancelled or destroyed), every other call on this model
      * (chat(), raw(), another stream, close(), ...) throws InferenceException.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, lora?: array<string, float|int>, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array} $options
      * @throws InferenceException when the stream cannot start (the errors of chat() that come before generation)
      */
     public function stream(Prompt $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, array $options = []): Stream {}
@@ -194,7 +199,7 @@ final class Model
      * Stream the plain-text completion of $prompt: the arguments of raw(), and a Stream whose pieces are keyed
      * 'text' and put together are what raw() returns.
      *
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, lora?: array<string, float|int>, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int} $options
      * @throws InferenceException
      */
     public function rawStream(string $prompt, int $maxTokens = 128, int $nCtx = 2048, float $temperature = 0.0, int $seed = 1234, bool $addBos = true, array $options = []): Stream {}
@@ -208,7 +213,7 @@ final class Model
      *
      * @param list<Prompt> $prompts a list (keys 0, 1, 2, ... in order; pass array_values() of another array)
      * @param int $nCtx the context of each prompt, as in chat(); the shared context is sized from it
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, lora?: array<string, float|int>, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, template_vars?: array<string, mixed>, special_tokens_in_messages?: bool, tools?: list<array>, tool_choice?: string|array, parallel?: int} $options
      *        the options of chat(), plus parallel: how many prompts are decoded at a time (int from 1 to 256,
      *        default 32); when there are more prompts, a sequence that finishes takes the next prompt at once.
      *        cache_prompt: each prompt starts from a prefix the process keeps, saved by a context of as many
@@ -224,7 +229,7 @@ final class Model
      * raw() returns for that prompt alone.
      *
      * @param list<string> $prompts a list of strings (keys 0, 1, 2, ... in order)
-     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, parallel?: int} $options
+     * @param array{schema?: array|string, schema_defaults?: 'strict'|'json-schema', grammar?: string, stop?: list<string>, top_k?: int, top_p?: float, min_p?: float, repeat_penalty?: float, typical_p?: float, min_keep?: int, top_n_sigma?: float, xtc_probability?: float, xtc_threshold?: float, dynatemp_range?: float, dynatemp_exponent?: float, repeat_last_n?: int, presence_penalty?: float, frequency_penalty?: float, dry_multiplier?: float, dry_base?: float, dry_allowed_length?: int, dry_penalty_last_n?: int, dry_sequence_breakers?: list<string>, mirostat?: 0|1|2, mirostat_tau?: float, mirostat_eta?: float, logit_bias?: array<int|string, float|int|false>, logprobs?: bool, top_logprobs?: int, post_sampling_probs?: bool, lora?: array<string, float|int>, cache_prompt?: bool, fast_forward?: bool, lookup?: bool|array, timeout?: float, max_reasoning_tokens?: int, parallel?: int} $options
      *        as for chatMany()
      * @return list<string> in the order of $prompts
      * @throws InferenceException
@@ -286,10 +291,12 @@ final class Model
      *      'memory_free'], …], 'gpu_layers' => layers offloaded, 'layers' => the total (repeating layers + output),
      *      'context_length' => trained context, 'context_size' => the last call's context or null, 'threads',
      *      'file_size' => bytes, 'parameters', 'quantization' => 'Q4_1', 'Q4_K_M', …, 'vision' => whether an image
-     *      projector is loaded, 'mmproj' => its path or null]
+     *      projector is loaded, 'mmproj' => its path or null, 'lora' => the adapters loaded with it, a list of
+     *      ['name', 'path', 'scale' => the load-time scale]]
      *
      * For a connected model: ['backend' => 'remote', 'engine', 'url', 'model', 'context_length', 'vision' => whether
-     * llama-server has an image projector (null for vLLM and SGLang, which do not say)].
+     * llama-server has an image projector (null for vLLM and SGLang, which do not say), 'lora' => the adapters a
+     * llama-server was started with, named after their files ([] for vLLM and SGLang)].
      *
      * @throws InferenceException when the model has been closed
      */

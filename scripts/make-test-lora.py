@@ -27,8 +27,18 @@ never negative:
                             served a prefix computed without it would give
                             other log-probabilities).
 
-The effect grows like s^3; at s = 0 llama.cpp drops the adapter and the
-model is the base model bit for bit. Everything is F32, computed with numpy
+The down projection reads the whole activation of those neurons, the base
+model's part included, so the push is s * BETA * (base part + ~z^2): A_SCALE
+is large and BETA small so that the z^2 part wins from small scales on (with
+A_SCALE 6 and BETA 40, the same strength at s = 1, the base part won below
+s = 0.7 and pushed the word down). The word's logit over the base model's
+own first choice then grows with s from s = 0.25 on (below about 0.15 the
+base part still wins, and it falls a little); at s = 1 the word is all but
+certain. A_SCALE is no larger because the activations grow like (s *
+A_SCALE)^2 and the quantised down projection sums them in 16-bit floats:
+with A_SCALE 60 scale 2 already overflowed to NaN logits (the extension
+then refuses to go on; scale 100 still does it with this adapter). At s = 0
+llama.cpp drops the adapter and the model is the base model bit for bit. Everything is F32, computed with numpy
 from the model's dequantised weights and written in a fixed order: the same
 model gives the same bytes on every run.
 """
@@ -41,8 +51,8 @@ from gguf import quants
 WORD = ("\u0120banana", 21285)
 LAYER = 29
 K = 8
-A_SCALE = 6.0
-BETA = 40.0
+A_SCALE = 30.0
+BETA = 1.6
 ATTN_V_EPS = 0.05
 MARGIN = 1.0
 

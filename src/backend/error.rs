@@ -50,6 +50,16 @@ pub enum LoadError {
     /// model.
     #[error("the image projector {} could not be used with this model: {detail}", .path.display())]
     ProjectorRejected { path: PathBuf, detail: String },
+    /// A LoRA adapter could not be loaded, or does not fit the model.
+    #[error("the LoRA adapter '{name}' ({}) cannot be used with this model: {detail}", .path.display())]
+    LoraRejected {
+        name: String,
+        path: PathBuf,
+        detail: String,
+    },
+    /// Two adapters of one load with the same name, or an empty one.
+    #[error("option \"lora\": every adapter needs a name of its own, and '{name}' is empty or given twice (name them with 'name' => …)")]
+    LoraName { name: String },
     /// `['shared' => true]`: the shared server is not configured for this
     /// model, or cannot be started or reached.
     #[error("{detail}")]
@@ -132,6 +142,9 @@ pub enum InferenceError {
         "the grammar allows no token at this point of the output (a rule that can never complete)"
     )]
     GrammarDeadEnd,
+    /// The model's logits hold NaN or +inf: its computation overflowed.
+    #[error("the model computed logits that are not numbers (NaN or infinite): its computation overflowed (a LoRA adapter at too large a scale, or damaged weights), so no token can be chosen")]
+    LogitsNotNumbers,
     /// The samplers left no token the grammar allows.
     #[error("the samplers leave no token the grammar allows at this point of the output (a logit_bias bans every one of them)")]
     NothingAllowedLeft,

@@ -31,6 +31,59 @@ pub struct LoadParams {
     pub pooling: Option<Pooling>,
     /// The image projector GGUF to load beside the model (images in).
     pub mmproj: Option<PathBuf>,
+    /// LoRA adapters loaded with the model, each applied at its scale to
+    /// the calls that do not choose their own ([`GenerateParams::lora`]).
+    pub lora: Vec<LoraSpec>,
+}
+
+/// A LoRA adapter to load with a model: its file, the name calls choose
+/// it by, and the scale it applies at when a call does not say.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LoraSpec {
+    pub path: PathBuf,
+    pub name: String,
+    /// The scale's bits: `LoadParams` is a key of the persistent table, so
+    /// it holds no float ([`LoraSpec::scale`]).
+    scale_bits: u32,
+}
+
+/// The largest scale an adapter may be applied at, either sign: far past
+/// any use (llama.cpp's own examples go to 2), small enough that no
+/// activation overflows for it.
+pub const MAX_LORA_SCALE: f32 = 100.0;
+
+impl LoraSpec {
+    /// `None` when `scale` is not a number within [`MAX_LORA_SCALE`].
+    pub fn new(path: PathBuf, name: String, scale: f32) -> Option<Self> {
+        lora_scale_ok(scale).then(|| Self {
+            path,
+            name,
+            scale_bits: scale.to_bits(),
+        })
+    }
+
+    pub fn scale(&self) -> f32 {
+        f32::from_bits(self.scale_bits)
+    }
+}
+
+/// Whether an adapter may be applied at `scale`.
+pub fn lora_scale_ok(scale: f32) -> bool {
+    scale.is_finite() && scale.abs() <= MAX_LORA_SCALE
+}
+
+/// The name an adapter gets when its caller gives none: its file's name
+/// without `.gguf` (what llama-server's `/lora-adapters` lets a client
+/// recognise it by).
+pub fn lora_default_name(path: &std::path::Path) -> String {
+    let file = path.file_name().map_or_else(
+        || path.to_string_lossy().into_owned(),
+        |f| f.to_string_lossy().into_owned(),
+    );
+    match file.strip_suffix(".gguf") {
+        Some(stem) if !stem.is_empty() => stem.to_owned(),
+        _ => file,
+    }
 }
 
 /// How the embeddings of a text's tokens become one vector (llama.cpp's
@@ -84,6 +137,13 @@ impl LoadParams {
                 max: MAX_THREADS,
             });
         }
+        for (i, spec) in self.lora.iter().enumerate() {
+            if spec.name.is_empty() || self.lora[..i].iter().any(|s| s.name == spec.name) {
+                return Err(LoadError::LoraName {
+                    name: spec.name.clone(),
+                });
+            }
+        }
         Ok(())
     }
 }
@@ -100,6 +160,7 @@ impl Default for LoadParams {
             embedding: false,
             pooling: None,
             mmproj: None,
+            lora: Vec::new(),
         }
     }
 }
@@ -201,6 +262,9 @@ pub struct GenerateParams {
     pub max_reasoning_tokens: Option<u32>,
     /// The tools a chat may call.
     pub tools: Option<Tools>,
+    /// The LoRA adapters this call applies, by name, at their scales (those
+    /// not listed: none); `None`: each at the scale it was loaded with.
+    pub lora: Option<Vec<(String, f32)>>,
     /// What the model made of `tools` for this generation (set by the
     /// model; the caller leaves it `None`).
     pub tool_plan: Option<ToolPlan>,
@@ -294,6 +358,7 @@ impl Default for GenerateParams {
             special_tokens_in_messages: None,
             max_reasoning_tokens: None,
             tools: None,
+            lora: None,
             tool_plan: None,
         }
     }
@@ -316,7 +381,32 @@ pub fn seed_from(seed: i64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
     use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[test]
+    fn an_adapter_is_named_after_its_file_and_names_are_unique() {
+        assert_eq!(
+            lora_default_name(Path::new("/m/support-v2.gguf")),
+            "support-v2"
+        );
+        assert_eq!(lora_default_name(Path::new("adapter.bin")), "adapter.bin");
+        assert_eq!(lora_default_name(Path::new("/m/.gguf")), ".gguf");
+        let spec = |name: &str| LoraSpec::new("/a.gguf".into(), name.into(), 1.0);
+        assert_eq!(spec("a").map(|s| s.scale()), Some(1.0));
+        assert_eq!(LoraSpec::new("/a.gguf".into(), "a".into(), f32::NAN), None);
+        assert_eq!(LoraSpec::new("/a.gguf".into(), "a".into(), 100.5), None);
+        let mut params = LoadParams {
+            lora: [spec("a"), spec("b")].into_iter().flatten().collect(),
+            ..LoadParams::default()
+        };
+        assert_eq!(params.check(), Ok(()));
+        params.lora.extend(spec("a"));
+        assert_eq!(
+            params.check(),
+            Err(LoadError::LoraName { name: "a".into() })
+        );
+    }
 
     unsafe extern "C" fn read_flag(flag: *const std::ffi::c_void) -> bool {
         // SAFETY: the tests pass a pointer to a static AtomicBool.

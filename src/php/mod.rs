@@ -9,6 +9,7 @@ mod exceptions;
 mod grammar;
 mod image;
 mod logprobs;
+mod lora_options;
 mod message;
 mod model;
 mod options;

@@ -182,8 +182,9 @@ impl Model {
     /// (bool, false: keep the model in this process for later requests),
     /// `shared` (bool, false: use the llama-server every process of the
     /// installation shares, php.ini `infer.server_*`), `mmproj` (the path of
-    /// an image projector GGUF for the model: images in). The paths obey
-    /// `open_basedir`.
+    /// an image projector GGUF for the model: images in), `lora` (adapters:
+    /// a list of `['path' => …, 'scale' => 1.0, 'name' => …]`, which calls
+    /// choose with their option `lora`). The paths obey `open_basedir`.
     #[php(defaults(options = OptionsArg::none()))]
     pub fn load(path: Binary<u8>, options: OptionsArg<'_>) -> PhpResult<Self> {
         let request = load_request(options)?;
@@ -192,6 +193,9 @@ impl Model {
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
         if let Some(mmproj) = &request.params.mmproj {
             allowed_path(mmproj)?;
+        }
+        for adapter in &request.params.lora {
+            allowed_path(&adapter.path)?;
         }
         let loaded = loader::load(path, &request, &super::settings::Ini)?;
         Ok(Self {

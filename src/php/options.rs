@@ -34,6 +34,7 @@ pub const LOAD_KEYS: &[&str] = &[
     "pooling",
     "shared",
     "mmproj",
+    "lora",
 ];
 
 /// The keys `chatMany()` and `rawMany()` accept: those of `chat()` and
@@ -78,11 +79,13 @@ pub const MANY_KEYS: &[&str] = &[
     "special_tokens_in_messages",
     "tools",
     "tool_choice",
+    "lora",
     "parallel",
 ];
 
 /// The keys `score()` accepts: what renders the prompt, and how it is read.
 pub const SCORE_KEYS: &[&str] = &[
+    "lora",
     "cache_prompt",
     "timeout",
     "template_vars",
@@ -115,6 +118,7 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
                     })?;
                 params.mmproj = Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(path)));
             }
+            "lora" => params.lora = super::lora_options::load_adapters(&key, value)?,
             _ => weights_option(&mut params, &key, value, LOAD_KEYS)?,
         }
     }
@@ -406,6 +410,7 @@ fn apply_generate_options(
                 params.sampling.repeat_penalty = v as f32;
             }
             "cache_prompt" => params.cache_prompt = flag(&key, value)?,
+            "lora" => params.lora = Some(super::lora_options::call_adapters(&key, value)?),
             "fast_forward" => params.fast_forward = flag(&key, value)?,
             "lookup" => params.lookup = lookup(&key, value)?,
             "timeout" => params.stop_check.deadline = deadline(&key, value)?,

@@ -78,6 +78,7 @@ const OPENAI_LACKS: &[&str] = &[
     "post_sampling_probs",
     "logprobs",
     "top_logprobs",
+    "lora",
 ];
 
 const OPENAI_LACKS_WHY: &str = "is a llama-server parameter that this extension does not send to vLLM or SGLang (it sends them temperature, top_k, top_p, min_p, seed, the three penalties and logit_bias by token id)";
@@ -206,6 +207,7 @@ impl Backend for Remote {
             // llama-server says whether it has an image projector; the
             // others do not (null).
             "vision": self.vision(),
+            "lora": self.adapters(),
         });
         if let (Some(pid), Some(map)) = (self.shared_server_pid(), info.as_object_mut()) {
             map.insert("server_pid".to_owned(), json!(pid));

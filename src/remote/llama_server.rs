@@ -52,6 +52,70 @@ impl Props {
     }
 }
 
+/// A LoRA adapter llama-server was started with (`--lora`), as
+/// `GET /lora-adapters` lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerAdapter {
+    pub id: i64,
+    /// Its file's name without `.gguf`: what calls choose it by.
+    pub name: String,
+    pub path: String,
+    /// The scale the server applies when a request does not say.
+    pub scale: f64,
+}
+
+/// The adapters of a `GET /lora-adapters` answer (none when it is not a
+/// list: a server without adapters, or older than the route).
+pub fn adapters(answer: &Json) -> Vec<ServerAdapter> {
+    let Some(list) = answer.as_array() else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|a| {
+            let path = a.get("path")?.as_str()?.to_owned();
+            Some(ServerAdapter {
+                id: a.get("id")?.as_i64()?,
+                name: crate::backend::params::lora_default_name(std::path::Path::new(&path)),
+                path,
+                scale: a.get("scale").and_then(Json::as_f64).unwrap_or(0.0),
+            })
+        })
+        .collect()
+}
+
+/// llama-server's per-request `lora` for a call's `choice` (name =>
+/// scale): every adapter the server has, those not chosen at 0 (the
+/// server reads an adapter left out, or an empty list, as "its own
+/// scale"). `Err`: the detail of an unknown name.
+pub fn lora_field(adapters: &[ServerAdapter], choice: &[(String, f32)]) -> Result<Json, String> {
+    for (name, _) in choice {
+        if !adapters.iter().any(|a| &a.name == name) {
+            if adapters.is_empty() {
+                return Err(format!(
+                    "names the adapter '{name}', but the server was started with none (llama-server --lora FILE)"
+                ));
+            }
+            let names: Vec<String> = adapters.iter().map(|a| format!("'{}'", a.name)).collect();
+            return Err(format!(
+                "names the adapter '{name}', which the server was not started with (its adapters: {})",
+                names.join(", ")
+            ));
+        }
+    }
+    Ok(Json::Array(
+        adapters
+            .iter()
+            .map(|a| {
+                let scale = choice
+                    .iter()
+                    .find(|(name, _)| name == &a.name)
+                    .map_or(0.0, |(_, s)| *s);
+                json!({"id": a.id, "scale": scale})
+            })
+            .collect(),
+    ))
+}
+
 /// The tokens of a `/tokenize` answer.
 pub fn tokens(answer: &Json) -> Result<Vec<i64>, String> {
     answer

@@ -120,6 +120,8 @@ struct LlamaServerInfo {
     eos: String,
     vision: bool,
     media_marker: Option<String>,
+    /// The LoRA adapters it was started with.
+    adapters: Vec<llama_server::ServerAdapter>,
 }
 
 /// A connected model.
@@ -178,6 +180,11 @@ impl Remote {
                     None => Renderer::Missing,
                 };
                 let trained = chosen.trained_ctx.unwrap_or(info.slot_ctx);
+                // A server older than the route has no adapters to list.
+                let adapters = http
+                    .get_json("/lora-adapters", engine.name())
+                    .map(|a| llama_server::adapters(&a))
+                    .unwrap_or_default();
                 (
                     info.slot_ctx,
                     trained,
@@ -188,6 +195,7 @@ impl Remote {
                         eos: info.eos,
                         vision: info.vision,
                         media_marker: info.media_marker,
+                        adapters,
                     }),
                 )
             }
@@ -402,6 +410,17 @@ impl Remote {
         self.llama.as_ref().map(|info| info.vision)
     }
 
+    /// The LoRA adapters llama-server was started with (none for vLLM and
+    /// SGLang), as `info()` lists them.
+    pub fn adapters(&self) -> Json {
+        let list = self.llama.as_ref().map_or(&[][..], |l| &l.adapters[..]);
+        Json::Array(
+            list.iter()
+                .map(|a| json!({"name": a.name, "path": a.path, "scale": a.scale}))
+                .collect(),
+        )
+    }
+
     fn llama(&self) -> InferenceResult<&LlamaServerInfo> {
         self.llama.as_ref().ok_or_else(|| {
             RemoteError::Unsupported {
@@ -568,18 +587,27 @@ impl Remote {
             .collect::<InferenceResult<Vec<String>>>()?;
         let mut body = llama_server::completion_request(&[], &params, n_predict);
         body["prompt"] = json!({"prompt_string": text, "multimodal_data": files});
-        self.stream_completion(&body, &params, counted as u32, parts)
+        self.stream_completion(body, &params, counted as u32, parts)
     }
 
     /// Post `body` to llama-server's `/completion` and read its events.
     fn stream_completion(
         &self,
-        body: &Json,
+        mut body: Json,
         params: &GenerateParams,
         prompt_tokens: u32,
         parts: Option<Parts>,
     ) -> InferenceResult<RemoteStream> {
-        let events = self.http.post_events("/completion", body)?;
+        if let Some(choice) = &params.lora {
+            let adapters = self.llama.as_ref().map_or(&[][..], |l| &l.adapters[..]);
+            body["lora"] = llama_server::lora_field(adapters, choice).map_err(|detail| {
+                InferenceError::InvalidOption {
+                    key: "lora",
+                    detail,
+                }
+            })?;
+        }
+        let events = self.http.post_events("/completion", &body)?;
         Ok(RemoteStream::new(
             events,
             stream::Wire::LlamaServer,
@@ -608,7 +636,7 @@ impl Remote {
             ));
         }
         let body = llama_server::completion_request(&tokens, &params, n_predict);
-        self.stream_completion(&body, &params, prompt_tokens, parts)
+        self.stream_completion(body, &params, prompt_tokens, parts)
     }
 
     fn start_openai(

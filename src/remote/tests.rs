@@ -515,6 +515,7 @@ fn openai_servers_get_their_samplers_and_refuse_the_rest_by_name() {
         "top_logprobs",
         "post_sampling_probs",
         "cache_prompt",
+        "lora",
     ] {
         let why = remote.refuses_option(key, false).unwrap_or_default();
         assert!(why.contains("vLLM or SGLang"), "{key}: {why}");
@@ -546,4 +547,38 @@ fn openai_servers_get_their_samplers_and_refuse_the_rest_by_name() {
     assert_eq!(key, "logit_bias");
     assert!(detail.contains("token ids only"), "{detail}");
     assert_eq!(server.paths().len(), before);
+}
+
+#[test]
+fn a_calls_lora_choice_lists_every_server_adapter() {
+    let answer = json!([
+        {"id": 0, "path": "/models/support.gguf", "scale": 1.0},
+        {"id": 1, "path": "/models/legal-v2.gguf", "scale": 0.5, "task_name": "x"},
+        {"id": "bad", "path": "/models/skipped.gguf"},
+    ]);
+    let adapters = llama_server::adapters(&answer);
+    let names: Vec<&str> = adapters.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["support", "legal-v2"]);
+    assert_eq!(
+        llama_server::adapters(&json!({"error": "no route"})),
+        vec![]
+    );
+    // Those not chosen go at 0: llama-server reads one left out as its own scale.
+    let field = llama_server::lora_field(&adapters, &[("legal-v2".into(), 0.25)]);
+    assert_eq!(
+        field,
+        Ok(json!([{"id": 0, "scale": 0.0}, {"id": 1, "scale": 0.25}]))
+    );
+    // [] is "none": every adapter at 0, not the empty list (the server's own scales).
+    assert_eq!(
+        llama_server::lora_field(&adapters, &[]),
+        Ok(json!([{"id": 0, "scale": 0.0}, {"id": 1, "scale": 0.0}]))
+    );
+    let unknown = llama_server::lora_field(&adapters, &[("other".into(), 1.0)]);
+    assert_eq!(
+        unknown,
+        Err("names the adapter 'other', which the server was not started with (its adapters: 'support', 'legal-v2')".into())
+    );
+    let none = llama_server::lora_field(&[], &[("other".into(), 1.0)]);
+    assert!(none.is_err_and(|e| e.contains("started with none")));
 }

@@ -144,3 +144,36 @@ function gguf_parameter_count(string $path): int
     }
 }
 
+
+/**
+ * The bytes of a GGUF file (version 3, 32-byte alignment) with the metadata $kv (string or float values, written
+ * as GGUF strings and float32) and the float32 tensors $tensors (name => [the dimensions as GGUF orders them,
+ * fastest first; the values, or one value repeated]): for the hostile and mismatched files of the tests,
+ * written from the specification, not by llama.cpp's writer.
+ *
+ * @param array<string, string|float> $kv
+ * @param array<string, array{0: list<int>, 1: float|list<float>}> $tensors
+ */
+function gguf_bytes(array $kv, array $tensors): string
+{
+    $string = static fn (string $s): string => pack('P', strlen($s)) . $s;
+    $out = 'GGUF' . pack('V', 3) . pack('P', count($tensors)) . pack('P', count($kv));
+    foreach ($kv as $key => $value) {
+        $out .= $string($key) . (is_string($value) ? pack('V', 8) . $string($value) : pack('V', 6) . pack('g', $value));
+    }
+    $data = '';
+    foreach ($tensors as $name => [$dims, $values]) {
+        $count = array_product($dims);
+        $bytes = is_array($values) ? pack('g*', ...$values) : str_repeat(pack('g', $values), $count);
+        if (strlen($bytes) !== 4 * $count) {
+            throw new \LogicException("tensor $name: " . strlen($bytes) / 4 . " values for $count cells");
+        }
+        $out .= $string($name) . pack('V', count($dims));
+        foreach ($dims as $d) {
+            $out .= pack('P', $d);
+        }
+        $out .= pack('V', 0) . pack('P', strlen($data)); // type F32, offset in the data section
+        $data .= $bytes . str_repeat("\0", (32 - strlen($bytes) % 32) % 32);
+    }
+    return $out . str_repeat("\0", (32 - strlen($out) % 32) % 32) . $data;
+}

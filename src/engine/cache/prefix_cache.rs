@@ -53,12 +53,14 @@ pub struct Stats {
     pub evictions: u64,
 }
 
-/// Whose a saved state is: the model that computed it, and the number of KV
-/// streams of its context (llama.cpp writes it into the state and refuses
-/// the state in a context with another).
+/// Whose a saved state is: the model that computed it, the LoRA adapters it
+/// applied (`lora::ActiveSet::id`, 0: none), and the number of KV streams
+/// of its context (llama.cpp writes it into the state and refuses the
+/// state in a context with another).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Key {
     pub model: u64,
+    pub adapters: u64,
     pub streams: u32,
 }
 
@@ -76,23 +78,30 @@ pub struct Hit {
 
 /// Whose the states of a loaded model are: its number in this process, and
 /// its identity in the store shared by the machine's processes (`None`:
-/// its states are not shared).
+/// its states are not shared), and the LoRA adapters applied (0: none; a
+/// state computed under adapters serves only calls under the same ones).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Owner {
     pub model: u64,
     pub shared: Option<ModelIdentity>,
+    pub adapters: u64,
 }
 
 impl Owner {
     fn key(&self, streams: u32) -> Key {
         Key {
             model: self.model,
+            adapters: self.adapters,
             streams,
         }
     }
 
     fn store_key(&self, streams: u32) -> Option<u64> {
-        prefix_store::key(self.shared.as_ref()?, streams)
+        let key = prefix_store::key(self.shared.as_ref()?, streams)?;
+        Some(match self.adapters {
+            0 => key,
+            adapters => crate::hashing::hash_of(&(key, adapters)),
+        })
     }
 }
 
@@ -410,10 +419,12 @@ mod tests {
 
     const ONE: Key = Key {
         model: 1,
+        adapters: 0,
         streams: 1,
     };
     const TWO: Key = Key {
         model: 2,
+        adapters: 0,
         streams: 1,
     };
 
@@ -455,10 +466,19 @@ mod tests {
         assert!(c.wants(TWO, &prompt(1, 1)));
         let other_layout = Key {
             model: 1,
+            adapters: 0,
             streams: 2,
         };
         assert!(c.wants(other_layout, &prompt(1, 2)));
         assert!(c.best(other_layout, &prompt(1, 2), 4096, 0).is_none());
+        // The same model under LoRA adapters computes other states.
+        let adapted = Key {
+            model: 1,
+            adapters: 7,
+            streams: 1,
+        };
+        assert!(c.wants(adapted, &prompt(1, 2)));
+        assert!(c.best(adapted, &prompt(1, 2), 4096, 0).is_none());
         assert!(!Cache::new(0, 32).wants(ONE, &prompt(1, 1)));
     }
 

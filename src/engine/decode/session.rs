@@ -16,6 +16,7 @@ use crate::backend::params::StopCheck;
 use crate::backend::CacheSource;
 use crate::engine::cache::prefix_cache::{self, common_prefix};
 use crate::engine::llama::context::{Context, Shape};
+use crate::engine::llama::lora::ActiveSet;
 use crate::engine::llama::shelf::{Fit, Idle, Shelf};
 
 /// Largest number of tokens evaluated in one llama.cpp batch.
@@ -102,9 +103,32 @@ impl Session {
         self.ctx.is_usable()
     }
 
-    /// How many tokens at the start of `prompt` the cache holds already.
-    pub fn shared_with(&self, prompt: &[LlamaToken]) -> usize {
-        common_prefix(&self.cached, prompt)
+    /// How many tokens at the start of `prompt` the cache holds already,
+    /// for a call under the LoRA adapters labelled `adapters` (none when
+    /// the cache was computed under others).
+    pub fn shared_with(&self, prompt: &[LlamaToken], adapters: u64) -> usize {
+        if adapters == self.owner.adapters {
+            common_prefix(&self.cached, prompt)
+        } else {
+            0
+        }
+    }
+
+    /// Evaluate under the LoRA adapters `set` from now on. What the cache
+    /// holds was computed under the set before: when that was another, it
+    /// is emptied, and the prefixes saved and restored are those of `set`.
+    pub fn use_adapters(&mut self, set: &ActiveSet<'_>) -> InferenceResult<()> {
+        if set.id == self.owner.adapters {
+            return Ok(());
+        }
+        self.ctx.clear();
+        self.cached.clear();
+        self.prompt_logits = None;
+        self.restored = false;
+        self.rows = None;
+        self.ctx.set_adapters(set)?;
+        self.owner.adapters = set.id;
+        Ok(())
     }
 
     /// Tokens in the cache, which is also the position of the next one.

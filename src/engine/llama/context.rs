@@ -532,6 +532,12 @@ impl Context {
         unsafe { self.decode_raw(raw) }
     }
 
+    /// The raw context, for what this module's siblings apply to it (LoRA
+    /// adapters); `&mut`: one thread at a time.
+    pub(super) fn raw(&mut self) -> NonNull<sys::llama_context> {
+        self.ctx
+    }
+
     /// Whether the next evaluations attend causally (off for the image
     /// embeddings of a projector that attends both ways).
     pub(super) fn set_causal(&mut self, causal: bool) {

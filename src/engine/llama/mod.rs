@@ -2,11 +2,12 @@
 //! ([`runtime`]), contexts with their thread pools ([`context`]), the
 //! compute devices ([`devices`]), the share of the cores a call runs on
 //! ([`threads`]) and the shelf that lends kept contexts to one call at a
-//! time ([`shelf`]), and image projectors ([`vision`]). Nothing here knows
+//! time ([`shelf`]), image projectors ([`vision`]) and LoRA adapters ([`lora`]). Nothing here knows
 //! about prompts, caches or sampling.
 
 pub mod context;
 pub mod devices;
+pub mod lora;
 pub mod runtime;
 pub mod shelf;
 pub mod threads;

@@ -15,6 +15,7 @@ use crate::backend::params::{GenerateParams, StopCheck};
 use crate::backend::{Backend, Generation, PieceStream, Prompt, Prompts};
 use crate::chat::reasoning::Parts;
 use crate::chat::Message;
+use crate::engine::cache::prefix_cache;
 use crate::engine::decode::input::Input;
 use crate::engine::decode::sampler::{Biases, CallSampling, GrammarSampler, Sampler};
 use crate::engine::decode::session::Session;
@@ -23,6 +24,7 @@ use crate::engine::decode::{batch, generate, score};
 use crate::engine::embed;
 use crate::engine::llama::context::{Context, Shape};
 use crate::engine::llama::devices::{self, Device};
+use crate::engine::llama::lora::ActiveSet;
 use crate::engine::llama::shelf::{Fit, Shelf};
 use crate::engine::llama::threads::Claim;
 
@@ -192,6 +194,11 @@ impl Backend for Model {
             "quantization": file_type.map(devices::file_type_name),
             "vision": self.projector.is_some(),
             "mmproj": self.projector.as_ref().map(|p| p.path().display().to_string()),
+            "lora": self.adapters.specs().map(|a| json!({
+                "name": a.name,
+                "path": a.path.display().to_string(),
+                "scale": a.scale(),
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -289,15 +296,20 @@ impl Model {
         }
         self.refuse_during_stream()?;
         let sampling = self.sampling(params)?;
+        let adapters = self.adapters.resolve(params.lora.as_deref())?;
+        let owner = prefix_cache::Owner {
+            adapters: adapters.id,
+            ..self.cache_owner
+        };
         let shape = batch::shape_for(prompts, params, parallel);
         self.in_kept_context(
             &self.reusable.many,
-            shape,
+            (shape, &adapters),
             params.stop_check,
             |ctx, claim| {
                 batch::run(
                     ctx,
-                    params.cache_prompt.then_some(self.cache_owner),
+                    params.cache_prompt.then_some(owner),
                     model,
                     prompts,
                     params,
@@ -308,14 +320,14 @@ impl Model {
         )
     }
 
-    /// Run `call` in a context of `shape` from `shelf` (else a new one), on
-    /// the call's share of the cores, stopped by `stop`; the context goes
-    /// back on the shelf when the call succeeded (after an error its cache
-    /// may not match what it records).
+    /// Run `call` in a context of `shape` from `shelf` (else a new one),
+    /// under the LoRA `adapters`, on the call's share of the cores, stopped
+    /// by `stop`; the context goes back on the shelf when the call
+    /// succeeded (after an error its cache may not match what it records).
     fn in_kept_context<R>(
         &self,
         shelf: &Shelf<Context>,
-        shape: Shape,
+        (shape, adapters): (Shape, &ActiveSet<'_>),
         stop: StopCheck,
         call: impl FnOnce(&mut Context, Option<&Claim>) -> InferenceResult<R>,
     ) -> InferenceResult<R> {
@@ -324,6 +336,7 @@ impl Model {
             Some(c) => c,
             None => self.new_context(shape)?,
         };
+        ctx.set_adapters(adapters)?;
         let claim = self.claim();
         if let Some(claim) = &claim {
             ctx.set_threads(claim.threads());
@@ -357,14 +370,15 @@ impl Model {
     /// `prompt`, else a new one.
     fn session_for(&self, prompt: &Input, params: &GenerateParams) -> InferenceResult<Session> {
         let model = &self.model;
+        let adapters = self.adapters.resolve(params.lora.as_deref())?;
         let kept = self.reusable.sessions.take(|s| {
             if s.n_ctx() == params.n_ctx && s.is_usable() {
-                Fit::Fits(s.shared_with(prompt.tokens()))
+                Fit::Fits(s.shared_with(prompt.tokens(), adapters.id))
             } else {
                 Fit::Misfit
             }
         });
-        let session = match kept {
+        let mut session = match kept {
             Some(s) => s,
             None => Session::new(
                 model,
@@ -374,6 +388,7 @@ impl Model {
                 self.poll(),
             )?,
         };
+        session.use_adapters(&adapters)?;
         self.last_n_ctx.store(params.n_ctx, Ordering::Relaxed);
         Ok(session)
     }
@@ -442,9 +457,13 @@ impl Model {
         }
         let longest = texts.iter().map(Vec::len).max().unwrap_or(1);
         let shape = embed::shape_for(longest, pooling);
-        self.in_kept_context(&self.reusable.embedder, shape, stop, |ctx, _| {
-            embed::embed(ctx, texts)
-        })
+        let adapters = self.adapters.resolve(None)?;
+        self.in_kept_context(
+            &self.reusable.embedder,
+            (shape, &adapters),
+            stop,
+            |ctx, _| embed::embed(ctx, texts),
+        )
     }
 }
 

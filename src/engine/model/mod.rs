@@ -21,6 +21,7 @@ use crate::chat::plain_text::ControlTexts;
 use crate::chat::{self};
 use crate::engine::decode::sampler::GrammarCache;
 use crate::engine::decode::session::Sessions;
+use crate::engine::llama::lora::Adapters;
 use crate::engine::llama::shelf::Shelf;
 use crate::engine::llama::threads::Claim;
 use crate::engine::llama::vision::Projector;
@@ -83,6 +84,8 @@ pub struct Model {
     control: OnceLock<ControlTexts>,
     /// The image projector loaded beside the model (`mmproj`).
     projector: Option<Arc<Projector>>,
+    /// The LoRA adapters loaded with it, which calls choose among.
+    adapters: Adapters,
 }
 
 impl Model {
@@ -127,6 +130,11 @@ impl Model {
             }
             None => None,
         };
+        // Before any context: llama.cpp sizes a context's graphs by the
+        // adapters its model has.
+        let adapters = Adapters::load(&model, path, &params.lora, |p| {
+            FileId::of(p).map_or(0, |f| crate::hashing::hash_of(&f))
+        })?;
         // Generating models share their prefixes with the machine's other
         // processes when the file can be identified.
         let shared = FileId::of(path)
@@ -148,6 +156,7 @@ impl Model {
             cache_owner: prefix_cache::Owner {
                 model: prefix_cache::new_owner(),
                 shared,
+                adapters: 0,
             },
             last_n_ctx: AtomicU32::new(0),
             n_threads: params.n_threads,
@@ -159,6 +168,7 @@ impl Model {
             renderer: OnceLock::new(),
             control: OnceLock::new(),
             projector,
+            adapters,
         };
         // Rank pooling reads a classification head, which only a
         // cross-encoder has; without one llama.cpp would return a number
