@@ -169,7 +169,7 @@ final class GenerationTest extends InferTestCase
     public static function invalidOptions(): array
     {
         return [
-            'unknown key' => [['temperatur' => 1], 'option "temperatur" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, typical_p, min_keep, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent, repeat_last_n, presence_penalty, frequency_penalty, dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n, dry_sequence_breakers, mirostat, mirostat_tau, mirostat_eta, logit_bias, logprobs, top_logprobs, post_sampling_probs, cache_prompt, fast_forward, lookup, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice)'],
+            'unknown key' => [['temperatur' => 1], 'option "temperatur" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, typical_p, min_keep, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent, repeat_last_n, presence_penalty, frequency_penalty, dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n, dry_sequence_breakers, mirostat, mirostat_tau, mirostat_eta, logit_bias, logprobs, top_logprobs, post_sampling_probs, cache_prompt, fast_forward, lookup, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice, lora)'],
             'load key' => [['n_threads' => 2], 'option "n_threads" is not a known option'],
             'integer key' => [['x'], 'option "0" is an integer key; options are an array keyed by name'],
             'stop string' => [['stop' => 'END'], 'option "stop" must be a list of non-empty strings, got string'],

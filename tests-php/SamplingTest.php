@@ -297,7 +297,7 @@ final class SamplingTest extends InferTestCase
         $this->assertThrows(InferenceException::class, 'answers must not be empty', fn () => self::model()->score($prompt, []));
         $this->assertThrows(InferenceException::class, 'answers[1]: text is empty', fn () => self::model()->score($prompt, ['Hello', '']));
         $this->assertThrows(InferenceException::class, 'answers must be a list', fn () => self::model()->score($prompt, ['a' => 'Hello']));
-        $this->assertThrows(InferenceException::class, 'option "temperature" is not a known option (known: cache_prompt, timeout, template_vars, special_tokens_in_messages)', fn () => self::model()->score($prompt, ['Hello'], options: ['temperature' => 1.0]));
+        $this->assertThrows(InferenceException::class, 'option "temperature" is not a known option (known: lora, cache_prompt, timeout, template_vars, special_tokens_in_messages)', fn () => self::model()->score($prompt, ['Hello'], options: ['temperature' => 1.0]));
         $this->assertThrows(InferenceException::class, 'scoring answers is not available through llama-server', fn () => Model::connect(self::server()->url)->score($prompt, ['Hello']));
     }
 
