@@ -183,8 +183,11 @@ xgrammar:
 test-rust: deps model qwen-model gemma-model xgrammar
 	python3 scripts/import-circles.py
 	# One test at a time: tests that run the model each start llama.cpp threads,
-	# and oversubscribed cores make its spinning barriers crawl.
-	cargo test --release $(CORE) -- --test-threads=1
+	# and oversubscribed cores make its spinning barriers crawl. The library's,
+	# the binary's and the integration tests only: the benchmark examples (each
+	# links llama.cpp with LTO, 2 min of building) are compiled by `make lint`'s
+	# clippy and by their `make bench-*`, and the crate has no doctests.
+	cargo test --release $(CORE) --lib --tests -- --test-threads=1
 	cargo test --release -p infer-shared
 
 # After the extension's build: it links the libraries that build compiled.

@@ -167,19 +167,29 @@ final class ChatManyTest extends InferTestCase
         $this->assertSame($aloneWithoutBos, $withoutBos);
     }
 
-    /** @group slow */
-    public function testTenThousandPromptsRunThroughACappedContext(): void
+    /**
+     * Far more prompts than a context holds sequences: the batches refill over and over (more than sixty
+     * rounds of the default parallel 32), and every result lands in its place.
+     *
+     * @group slow
+     */
+    public function testThousandsOfPromptsRunThroughACappedContext(): void
     {
         $prompts = [];
-        for ($i = 0; $i < 10000; $i++) {
+        for ($i = 0; $i < 2000; $i++) {
             $prompts[] = (string) ($i % 10);
         }
         // One token each (no BOS): the batching is what is tested, and half
         // the tokens halve the test's time.
         $many = self::model()->rawMany($prompts, 1, 64, addBos: false);
-        $this->assertCount(10000, $many);
-        $this->assertSame(self::reference()->raw('7', 1, 64, addBos: false, options: ['cache_prompt' => false]), $many[9997]);
-        $this->assertSame(self::reference()->raw('3', 1, 64, addBos: false, options: ['cache_prompt' => false]), $many[3]);
+        $this->assertCount(2000, $many);
+        $alone = [];
+        for ($d = 0; $d < 10; $d++) {
+            $alone[] = self::reference()->raw((string) $d, 1, 64, addBos: false, options: ['cache_prompt' => false]);
+        }
+        foreach ($many as $i => $text) {
+            $this->assertSame($alone[$i % 10], $text, "prompt $i");
+        }
     }
 
     public function testEmptyListIsRejected(): void
