@@ -257,6 +257,30 @@ final class SharedServerTest extends InferTestCase
         $this->assertStringContainsString('blue', $answers[1]['text']);
     }
 
+    /**
+     * With infer.server_lora the shared server loads the adapters: info() lists them, and a call chooses one
+     * with its option `lora` and writes what the model loaded in this process with that adapter writes.
+     */
+    public function testTheServersAdaptersAreChosenPerCall(): void
+    {
+        $lora = getenv('INFER_LORA_MODEL') ?: dirname(__DIR__) . '/models/SmolLM2-135M-test-lora.gguf';
+        $this->assertFileExists($lora, 'make lora-model');
+        $name = basename($lora, '.gguf');
+        $answers = $this->steps(["lora:$name:0.5", "lora:$name:0", 'lora:-'], $this->ini(['infer.server_lora' => $lora]));
+        $local = Model::load(self::modelPath(), ['lora' => [['path' => $lora, 'name' => $name]]]);
+        $expected = [
+            $local->raw('The weather today is', 16, options: ['lora' => [$name => 0.5], 'cache_prompt' => false]),
+            $local->raw('The weather today is', 16, options: ['lora' => [], 'cache_prompt' => false]),
+            $local->raw('The weather today is', 16, options: ['cache_prompt' => false]),
+        ];
+        foreach ($answers as $i => $answer) {
+            $this->assertArrayNotHasKey('error', $answer, json_encode($answer));
+            $this->assertEquals([['name' => $name, 'path' => $lora, 'scale' => 1.0]], $answer['lora']); // the step's JSON writes 1.0 as 1
+            $this->assertSame($expected[$i], $answer['text'], "step $i");
+        }
+        $this->assertNotSame($expected[0], $expected[1], 'the adapter changes the text');
+    }
+
     public function testTwoProcessesRacingToStartItStartOne(): void
     {
         $procs = [];

@@ -121,6 +121,7 @@ mod tests {
             Ok(self.0.clone().map(|model| shared::Settings {
                 model,
                 mmproj: None,
+                lora: Vec::new(),
                 slots: 1,
                 threads: 1,
                 ctx: 512,

@@ -33,6 +33,10 @@ pub const SERVER_MODEL_INI: &CStr = c"infer.server_model";
 /// `infer.server_mmproj`: the image projector it loads beside the model
 /// (empty: none, no images).
 pub const SERVER_MMPROJ_INI: &CStr = c"infer.server_mmproj";
+/// `infer.server_lora`: LoRA adapters it loads beside the model (absolute
+/// paths separated by `:`, as `open_basedir`'s; empty: none), which calls
+/// choose with their option `lora`.
+pub const SERVER_LORA_INI: &CStr = c"infer.server_lora";
 /// `infer.server_slots`: the sequences it decodes together.
 pub const SERVER_SLOTS_INI: &CStr = c"infer.server_slots";
 /// `infer.server_threads`: its threads (0: llama-server's default).
@@ -72,7 +76,7 @@ pub const MAX_IMAGE_PIXELS_INI: &CStr = c"infer.max_image_pixels";
 const DEFAULT_MAX_IMAGE_PIXELS: u64 = 1 << 24;
 
 /// The entries, registered in MINIT.
-pub static INI: IniEntryDefs<20> = IniEntryDefs::new([
+pub static INI: IniEntryDefs<21> = IniEntryDefs::new([
     IniEntryDef::new(MAX_MODELS_INI, c"2", IniEntryPermission::System),
     IniEntryDef::new(PROMPT_CACHE_MB_INI, c"128", IniEntryPermission::System),
     IniEntryDef::new(
@@ -90,6 +94,7 @@ pub static INI: IniEntryDefs<20> = IniEntryDefs::new([
     IniEntryDef::new(PROMPT_CACHE_NAMESPACE_INI, c"", IniEntryPermission::System),
     IniEntryDef::new(SERVER_MODEL_INI, c"", IniEntryPermission::System),
     IniEntryDef::new(SERVER_MMPROJ_INI, c"", IniEntryPermission::System),
+    IniEntryDef::new(SERVER_LORA_INI, c"", IniEntryPermission::System),
     IniEntryDef::new(SERVER_SLOTS_INI, c"4", IniEntryPermission::System),
     IniEntryDef::new(SERVER_THREADS_INI, c"0", IniEntryPermission::System),
     IniEntryDef::new(SERVER_CTX_INI, c"4096", IniEntryPermission::System),
@@ -120,6 +125,8 @@ enum Rule {
     Int { min: i64, max: i64 },
     /// Empty, or an absolute path.
     AbsolutePath,
+    /// Empty, or absolute paths separated by `:`.
+    AbsolutePaths,
     /// Only 0: the shared server's TCP port was removed.
     NoPort,
     /// Up to 64 letters, digits, `.`, `_` and `-`.
@@ -152,7 +159,7 @@ const MIB_MAX: i64 = 1 << 20;
 const COUNT_MAX: i64 = 1 << 30;
 
 /// Every setting's rule and the feature it belongs to.
-const RULES: [(&CStr, Rule, Feature); 19] = [
+const RULES: [(&CStr, Rule, Feature); 20] = [
     (
         MAX_MODELS_INI,
         Rule::Int { min: 0, max: 1024 },
@@ -194,6 +201,7 @@ const RULES: [(&CStr, Rule, Feature); 19] = [
     (PROMPT_CACHE_NAMESPACE_INI, Rule::Name, Feature::Store),
     (SERVER_MODEL_INI, Rule::AbsolutePath, Feature::SharedServer),
     (SERVER_MMPROJ_INI, Rule::AbsolutePath, Feature::SharedServer),
+    (SERVER_LORA_INI, Rule::AbsolutePaths, Feature::SharedServer),
     (
         SERVER_SLOTS_INI,
         Rule::Int { min: 1, max: 256 },
@@ -271,6 +279,10 @@ impl Rule {
             }
             Rule::AbsolutePath => (!value.is_empty() && !value.starts_with('/'))
                 .then(|| "not an absolute path (a relative one would depend on each request's working directory)".to_owned()),
+            Rule::AbsolutePaths => value
+                .split(':')
+                .any(|p| !p.starts_with('/') && !value.is_empty())
+                .then(|| "not absolute paths separated by ':' (a relative one would depend on each request's working directory)".to_owned()),
             Rule::NoPort => (value.trim() != "0" && !value.trim().is_empty()).then(|| {
                 "the shared server listens only on the Unix socket in its state directory (a TCP port on 127.0.0.1 can be taken first by another local user, who would then get the key and every prompt); remove the setting".to_owned()
             }),
@@ -468,6 +480,14 @@ pub fn shared_server() -> Result<Option<crate::remote::shared::Settings>, Refuse
     Ok(Some(crate::remote::shared::Settings {
         model: PathBuf::from(model),
         mmproj: path(SERVER_MMPROJ_INI),
+        lora: path(SERVER_LORA_INI)
+            .map(|list| {
+                list.to_string_lossy()
+                    .split(':')
+                    .map(PathBuf::from)
+                    .collect()
+            })
+            .unwrap_or_default(),
         slots: count(SERVER_SLOTS_INI),
         threads: count(SERVER_THREADS_INI),
         ctx: count(SERVER_CTX_INI),

@@ -89,6 +89,8 @@ pub struct Settings {
     pub model: PathBuf,
     /// Its image projector (`--mmproj`), if any.
     pub mmproj: Option<PathBuf>,
+    /// Its LoRA adapters (`--lora`, each at scale 1 unless a call says).
+    pub lora: Vec<PathBuf>,
     /// Sequences decoded together (`--parallel`).
     pub slots: u32,
     /// Threads (`--threads`); 0: llama-server's default.
@@ -113,9 +115,14 @@ impl Settings {
     /// started with others is replaced.
     pub fn tag(&self) -> String {
         format!(
-            "{}|{}|{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{}|{}",
             self.model.display(),
             self.mmproj.as_deref().unwrap_or(Path::new("")).display(),
+            self.lora
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(":"),
             self.slots,
             self.threads,
             self.ctx,
@@ -261,6 +268,10 @@ fn start(
 ) -> Result<Endpoint, SharedError> {
     crate::backend::model_file::check_file(&settings.model)
         .map_err(|e| SharedError::Model(e.to_string()))?;
+    for adapter in &settings.lora {
+        crate::backend::model_file::check_file(adapter)
+            .map_err(|e| SharedError::Model(format!("infer.server_lora: {e}")))?;
+    }
     for (what, path) in [
         ("llama-server", &settings.server_binary),
         ("supervisor", &settings.supervisor_binary),
@@ -310,6 +321,10 @@ fn start(
     if let Some(mmproj) = &settings.mmproj {
         server_args.push("--mmproj".into());
         server_args.push(mmproj.display().to_string());
+    }
+    for adapter in &settings.lora {
+        server_args.push("--lora".into());
+        server_args.push(adapter.display().to_string());
     }
     if settings.threads > 0 {
         server_args.push("--threads".into());

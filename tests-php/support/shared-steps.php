@@ -27,6 +27,14 @@ foreach (array_slice($argv, 2) as $step) {
                 $image = Image::fromPixels(28, 28, str_repeat($rgb, 28 * 28));
                 $out['text'] = $model()->chat(Prompt::user([$image, 'What colour is this image? Answer with one word.']), 16)->text();
                 break;
+            case 'lora':
+                // lora:NAME:SCALE — the server's adapters, and a greedy text under that one adapter at that scale
+                // (lora:- : no option, the server's own scales).
+                $m = $model();
+                $out['lora'] = $m->info()['lora'];
+                $options = ['cache_prompt' => false] + ($args[0] === '-' ? [] : ['lora' => [$args[0] => (float) $args[1]]]);
+                $out['text'] = $m->raw('The weather today is', 16, options: $options);
+                break;
             case 'schema':
                 $out['text'] = $model()->chat(Prompt::user('Name a fruit.'), 32, options: ['schema' => $schema])->text();
                 break;
