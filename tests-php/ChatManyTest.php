@@ -266,7 +266,7 @@ final class ChatManyTest extends InferTestCase
     {
         $this->assertThrows(
             InferenceException::class,
-            'option "paralel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, typical_p, min_keep, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent, repeat_last_n, presence_penalty, frequency_penalty, dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n, dry_sequence_breakers, mirostat, mirostat_tau, mirostat_eta, logit_bias, logprobs, top_logprobs, post_sampling_probs, cache_prompt, fast_forward, lookup, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice, lora, parallel)',
+            'option "paralel" is not a known option (known: schema, schema_defaults, grammar, stop, top_k, top_p, min_p, repeat_penalty, typical_p, min_keep, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exponent, repeat_last_n, presence_penalty, frequency_penalty, dry_multiplier, dry_base, dry_allowed_length, dry_penalty_last_n, dry_sequence_breakers, mirostat, mirostat_tau, mirostat_eta, logit_bias, ignore_eos, samplers, adaptive_target, adaptive_decay, logprobs, top_logprobs, post_sampling_probs, cache_prompt, fast_forward, lookup, timeout, max_reasoning_tokens, template_vars, special_tokens_in_messages, tools, tool_choice, lora, parallel)',
             fn () => self::model()->chatMany([Prompt::user('a')], options: ['paralel' => 2]),
         );
         $this->assertThrows(

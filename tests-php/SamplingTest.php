@@ -113,6 +113,15 @@ final class SamplingTest extends InferTestCase
             // 260 is ' the', 17422 ' dragon' (testTokenIdsAreTheOnesNamed checks it with llama-server's /tokenize).
             'logit_bias ids' => [['logit_bias' => [260 => 4.0, 17422 => false]], 0.0],
             'logit_bias text' => [['logit_bias' => [' dragon' => -8.0, ' bread' => false]], 0.9],
+            // llama-server's `samplers`: the caller's order; a stage left out is not applied.
+            'samplers: temperature first' => [['samplers' => ['temperature', 'top_k', 'top_p'], 'top_k' => 10, 'top_p' => 0.8], 1.3],
+            'samplers: letters' => [['samplers' => 'kmt', 'top_k' => 20, 'min_p' => 0.1], 0.9],
+            'samplers: aliases' => [['samplers' => ['Top-K', 'nucleus', 'temp'], 'top_k' => 8], 1.0],
+            'samplers: no temperature at 0 draws' => [['samplers' => ['top_k', 'min_p'], 'top_k' => 5], 0.0],
+            'samplers: none' => [['samplers' => []], 0.8],
+            'samplers: penalties last' => [['samplers' => ['top_k', 'temperature', 'penalties'], 'repeat_penalty' => 1.5, 'frequency_penalty' => 0.5], 0.7],
+            'samplers: penalties first, greedy' => [['samplers' => ['penalties', 'top_k', 'temperature'], 'repeat_penalty' => 1.5, 'frequency_penalty' => 0.5], 0.0],
+            'adaptive_p' => [['samplers' => ['top_k', 'temperature', 'adaptive_p'], 'adaptive_target' => 0.3, 'adaptive_decay' => 0.8], 1.0],
             'together' => [[
                 'top_k' => 20, 'top_p' => 0.9, 'min_p' => 0.02, 'typical_p' => 0.95, 'repeat_penalty' => 1.1,
                 'presence_penalty' => 0.3, 'frequency_penalty' => 0.2, 'dry_multiplier' => 0.5,
@@ -169,6 +178,41 @@ final class SamplingTest extends InferTestCase
                 options: $options + ['cache_prompt' => false]);
             $this->assertSame($mine, $theirs, $name);
         }
+    }
+
+    /**
+     * `ignore_eos` bans the end-of-generation tokens as llama-server does: a reply that would end runs on to
+     * maxTokens, token for token the server's (in process and through connect()).
+     */
+    public function testIgnoreEosRunsOnAsLlamaServerDoes(): void
+    {
+        $prompt = "<|im_start|>user\nWhat is 2+2? Answer with a number.<|im_end|>\n<|im_start|>assistant\n";
+        $ended = self::model()->rawStream($prompt, maxTokens: 32, options: ['cache_prompt' => false]);
+        $this->assertSame('eos', $ended->response()->finishReason(), 'without it the reply ends');
+        $this->assertLessThan(32, $ended->response()->tokensGenerated());
+        $stream = self::model()->rawStream($prompt, maxTokens: 32, options: ['ignore_eos' => true, 'cache_prompt' => false]);
+        $response = $stream->response();
+        $this->assertSame(['length', 32], [$response->finishReason(), $response->tokensGenerated()]);
+        $theirs = self::complete(['prompt' => $prompt, 'n_predict' => 32, 'temperature' => 0.0, 'ignore_eos' => true]);
+        $this->assertSame($theirs['content'], $response->text());
+        $remote = Model::connect(self::server()->url);
+        $this->assertSame($response->text(), $remote->raw($prompt, maxTokens: 32, options: ['ignore_eos' => true, 'cache_prompt' => false]));
+        $this->assertThrows(InferenceException::class,
+            'option "ignore_eos" applies to free text: under a schema or a grammar the output ends where they end (the end of generation is the only token they allow there)',
+            fn () => self::model()->raw($prompt, maxTokens: 4, options: ['ignore_eos' => true, 'grammar' => 'root ::= "hi"']));
+    }
+
+    /**
+     * At temperature 0 the temperature stage leaves only the best token: a penalty ordered after it changes
+     * nothing, in process as in llama-server (the greedy shortcut counts only the stages before it).
+     */
+    public function testAStageAfterAGreedyTemperatureChangesNothing(): void
+    {
+        $options = ['samplers' => ['top_k', 'temperature', 'penalties'], 'repeat_penalty' => 1.5, 'frequency_penalty' => 0.5];
+        $mine = self::model()->raw(self::PROMPT, maxTokens: 24, options: $options + ['cache_prompt' => false]);
+        $this->assertSame(self::model()->raw(self::PROMPT, maxTokens: 24, options: ['cache_prompt' => false]), $mine);
+        $theirs = self::complete(self::serverFields($options) + ['prompt' => self::PROMPT, 'n_predict' => 24, 'temperature' => 0.0]);
+        $this->assertSame($theirs['content'], $mine);
     }
 
     /** A bias never beats the constraint: a token the grammar refuses stays out, however favoured. */
@@ -362,6 +406,12 @@ final class SamplingTest extends InferTestCase
     public static function badOptions(): array
     {
         return [
+            'samplers: an unknown name' => [['samplers' => ['top_k', 'top_q']], 'option "samplers" names the sampler \'top_q\', which llama-server does not have (known: penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature, adaptive_p; or a string of their letters, e.g. "edskypmxt")'],
+            'samplers: an unknown letter' => [['samplers' => 'kz'], 'option "samplers" names the sampler \'z\', which llama-server does not have (known: penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature, adaptive_p; or a string of their letters, e.g. "edskypmxt")'],
+            'samplers: infill' => [['samplers' => ['infill']], 'option "samplers" names \'infill\', llama-server\'s fill-in-the-middle stage, which this extension does not offer'],
+            'samplers: not a list' => [['samplers' => 5], 'option "samplers" must be a list of sampler names or a string of their letters (known: penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature, adaptive_p; or a string of their letters, e.g. "edskypmxt"), got int 5'],
+            'adaptive_target above 1' => [['adaptive_target' => 2.0], 'option "adaptive_target" must be a float from -1.0 to 1.0 (negative disables it), got float 2'],
+            'adaptive_decay 1' => [['adaptive_decay' => 1.0], 'option "adaptive_decay" must be a float between 0.0 and 0.99, got float 1'],
             'typical_p above 1' => [['typical_p' => 1.5], 'option "typical_p" must be a float between 0.0 and 1.0 (1.0 disables it), got float 1.5'],
             'presence_penalty' => [['presence_penalty' => 3], 'option "presence_penalty" must be a float between -2.0 and 2.0 (0.0 disables it), got int 3'],
             'frequency_penalty NaN' => [['frequency_penalty' => NAN], 'option "frequency_penalty" must be a float between -2.0 and 2.0 (0.0 disables it), got float NAN'],

@@ -365,8 +365,10 @@ impl Default for GenerateParams {
 }
 
 impl GenerateParams {
+    /// Temperature 0, applied: `samplers` without `temperature` draws from
+    /// the model's own distribution, as llama-server does.
     pub fn is_greedy(&self) -> bool {
-        self.temperature <= 0.0
+        self.temperature <= 0.0 && self.sampling.applies_temperature()
     }
 }
 

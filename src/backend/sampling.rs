@@ -48,6 +48,105 @@ pub struct Sampling {
     /// `f32::NEG_INFINITY` bans a token. The constraint's mask is applied
     /// apart: a bias never makes a token the constraint refuses possible.
     pub logit_bias: Vec<LogitBias>,
+    /// Ban the end-of-generation tokens (llama-server's `ignore_eos`: each
+    /// at -inf, after the caller's biases): the text runs to `max_tokens`
+    /// or a stop string.
+    pub ignore_eos: bool,
+    /// The chain's stages in the caller's order (llama-server's `samplers`);
+    /// `None`: [`Stage::DEFAULT_ORDER`]. A stage left out is not applied,
+    /// whatever its setting. Mirostat ignores it (as llama-server does).
+    pub samplers: Option<Vec<Stage>>,
+    /// Adaptive-p (stage [`Stage::AdaptiveP`], which then draws instead of
+    /// the plain seeded draw): the probability it steers the picks towards
+    /// (negative: off) and how fast it adapts.
+    pub adaptive_target: f32,
+    pub adaptive_decay: f32,
+}
+
+/// One stage of llama-server's sampler chain, as its `samplers` option
+/// names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Penalties,
+    Dry,
+    TopNSigma,
+    TopK,
+    TypicalP,
+    TopP,
+    MinP,
+    Xtc,
+    Temperature,
+    AdaptiveP,
+}
+
+/// Each stage with llama-server's canonical name and its letter (the
+/// string form of `samplers`).
+const STAGES: [(Stage, &str, char); 10] = [
+    (Stage::Penalties, "penalties", 'e'),
+    (Stage::Dry, "dry", 'd'),
+    (Stage::TopNSigma, "top_n_sigma", 's'),
+    (Stage::TopK, "top_k", 'k'),
+    (Stage::TypicalP, "typ_p", 'y'),
+    (Stage::TopP, "top_p", 'p'),
+    (Stage::MinP, "min_p", 'm'),
+    (Stage::Xtc, "xtc", 'x'),
+    (Stage::Temperature, "temperature", 't'),
+    (Stage::AdaptiveP, "adaptive_p", 'a'),
+];
+
+impl Stage {
+    /// llama.cpp's default order (common/common.h), without adaptive-p.
+    pub const DEFAULT_ORDER: [Stage; 9] = [
+        Stage::Penalties,
+        Stage::Dry,
+        Stage::TopNSigma,
+        Stage::TopK,
+        Stage::TypicalP,
+        Stage::TopP,
+        Stage::MinP,
+        Stage::Xtc,
+        Stage::Temperature,
+    ];
+
+    pub fn name(self) -> &'static str {
+        STAGES
+            .iter()
+            .find(|(s, _, _)| *s == self)
+            .map_or("", |(_, name, _)| name)
+    }
+
+    /// The stage `name` names, as llama-server reads it: any case, its
+    /// canonical name, with `-` for `_` or without `_`, and `nucleus`,
+    /// `temp`, `typ`.
+    pub fn from_name(name: &str) -> Option<Stage> {
+        let lower = name.to_ascii_lowercase();
+        match lower.as_str() {
+            "nucleus" => return Some(Stage::TopP),
+            "temp" => return Some(Stage::Temperature),
+            "typ" => return Some(Stage::TypicalP),
+            _ => {}
+        }
+        STAGES.iter().find_map(|(stage, canonical, _)| {
+            let forms = [
+                canonical.to_string(),
+                canonical.replace('_', "-"),
+                canonical.replace('_', ""),
+            ];
+            forms.contains(&lower).then_some(*stage)
+        })
+    }
+
+    pub fn from_char(c: char) -> Option<Stage> {
+        STAGES
+            .iter()
+            .find(|(_, _, letter)| *letter == c)
+            .map(|(stage, _, _)| *stage)
+    }
+
+    /// Every name, for messages.
+    pub fn names() -> Vec<&'static str> {
+        STAGES.iter().map(|(_, name, _)| *name).collect()
+    }
 }
 
 /// DRY: a token that would extend a repetition longer than
@@ -141,14 +240,36 @@ impl Default for Sampling {
             dry: Dry::default(),
             mirostat: Mirostat::Off,
             logit_bias: Vec::new(),
+            ignore_eos: false,
+            samplers: None,
+            adaptive_target: -1.0,
+            adaptive_decay: 0.9,
         }
     }
 }
 
 impl Sampling {
+    /// The chain's stages, in order.
+    pub fn stages(&self) -> &[Stage] {
+        self.samplers.as_deref().unwrap_or(&Stage::DEFAULT_ORDER)
+    }
+
+    /// Whether the chain has `stage`.
+    pub fn has(&self, stage: Stage) -> bool {
+        self.stages().contains(&stage)
+    }
+
+    /// Whether the temperature is applied: mirostat always applies it; the
+    /// plain chain only with its stage (llama-server draws at the model's
+    /// own distribution when `samplers` leaves it out).
+    pub fn applies_temperature(&self) -> bool {
+        self.mirostat != Mirostat::Off || self.has(Stage::Temperature)
+    }
+
     /// Whether the penalties change anything.
     pub fn penalizes(&self) -> bool {
-        self.repeat_last_n != 0
+        self.has(Stage::Penalties)
+            && self.repeat_last_n != 0
             && (self.repeat_penalty != 1.0
                 || self.frequency_penalty != 0.0
                 || self.presence_penalty != 0.0)
@@ -156,7 +277,12 @@ impl Sampling {
 
     /// Whether XTC can remove a token.
     pub fn xtc_is_on(&self) -> bool {
-        self.xtc_probability > 0.0 && self.xtc_threshold <= 0.5
+        self.has(Stage::Xtc) && self.xtc_probability > 0.0 && self.xtc_threshold <= 0.5
+    }
+
+    /// Whether DRY changes anything.
+    pub fn dry_is_on(&self) -> bool {
+        self.has(Stage::Dry) && self.dry.is_on()
     }
 
     /// Whether a sampler that reads the whole set of candidates (so gives
@@ -165,7 +291,10 @@ impl Sampling {
     /// the most likely token, and the pick is the most likely; typical-p,
     /// XTC and mirostat may drop it.
     pub fn greedy_reads_the_set(&self) -> bool {
-        self.typical_p < 1.0 || self.xtc_is_on() || self.mirostat != Mirostat::Off
+        (self.has(Stage::TypicalP) && self.typical_p < 1.0)
+            || self.xtc_is_on()
+            || self.mirostat != Mirostat::Off
+            || self.has(Stage::AdaptiveP)
     }
 
     /// Whether, at temperature 0, the pick is the token with the highest
@@ -173,8 +302,9 @@ impl Sampling {
     pub fn greedy_is_argmax(&self) -> bool {
         !self.greedy_reads_the_set()
             && !self.penalizes()
-            && !self.dry.is_on()
+            && !self.dry_is_on()
             && self.logit_bias.is_empty()
+            && !self.ignore_eos
     }
 }
 
@@ -287,6 +417,22 @@ pub const RANGES: &[(&str, Range)] = &[
             what: "a float between 0.0 and 1.0",
         },
     ),
+    (
+        "adaptive_target",
+        Range {
+            min: -1.0,
+            max: 1.0,
+            what: "a float from -1.0 to 1.0 (negative disables it)",
+        },
+    ),
+    (
+        "adaptive_decay",
+        Range {
+            min: 0.0,
+            max: 0.99,
+            what: "a float between 0.0 and 0.99",
+        },
+    ),
 ];
 
 /// The integer settings: the most a count may be (llama-server's limit is
@@ -320,6 +466,44 @@ pub const MAX_TOP_LOGPROBS: u32 = 20;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `samplers` names as llama-server reads them (common/sampling.cpp's
+    /// names, aliases and letters), and the default order.
+    #[test]
+    fn stages_are_named_as_llama_server_names_them() {
+        for (name, stage) in [
+            ("top_k", Stage::TopK),
+            ("Top-K", Stage::TopK),
+            ("topk", Stage::TopK),
+            ("nucleus", Stage::TopP),
+            ("temp", Stage::Temperature),
+            ("typ", Stage::TypicalP),
+            ("typ_p", Stage::TypicalP),
+            ("top-n-sigma", Stage::TopNSigma),
+            ("ADAPTIVE_P", Stage::AdaptiveP),
+            ("penalties", Stage::Penalties),
+        ] {
+            assert_eq!(Stage::from_name(name), Some(stage), "{name}");
+        }
+        assert_eq!(Stage::from_name("infill"), None);
+        assert_eq!(Stage::from_name("top_q"), None);
+        let letters: Vec<Option<Stage>> = "edskypmxta".chars().map(Stage::from_char).collect();
+        assert_eq!(letters.iter().flatten().count(), 10);
+        assert_eq!(
+            Stage::DEFAULT_ORDER.map(Stage::name).join(","),
+            "penalties,dry,top_n_sigma,top_k,typ_p,top_p,min_p,xtc,temperature"
+        );
+        // A stage left out is not applied, and without the temperature the
+        // draw is not greedy.
+        let mut s = Sampling {
+            samplers: Some(vec![Stage::TopK]),
+            repeat_penalty: 1.5,
+            ..Sampling::default()
+        };
+        assert!(!s.penalizes() && !s.applies_temperature());
+        s.samplers = None;
+        assert!(s.penalizes() && s.applies_temperature());
+    }
 
     /// The defaults are llama-server's (common/common.h of the llama.cpp
     /// the extension links), and at them nothing moves a logit.

@@ -67,6 +67,10 @@ pub const MANY_KEYS: &[&str] = &[
     "mirostat_tau",
     "mirostat_eta",
     "logit_bias",
+    "ignore_eos",
+    "samplers",
+    "adaptive_target",
+    "adaptive_decay",
     "logprobs",
     "top_logprobs",
     "post_sampling_probs",
@@ -298,6 +302,13 @@ pub fn generation_params(
     apply_generate_options(entries, keys, &mut params)?;
     if !kind.chat {
         chat_only_options(&params)?;
+    }
+    if params.sampling.ignore_eos && params.constraint.is_some() {
+        return Err(Problem::new(
+            "ignore_eos",
+            "applies to free text: under a schema or a grammar the output ends where they end (the end of generation is the only token they allow there)",
+        )
+        .into());
     }
     if kind.strings && params.logprobs.is_some() {
         return Err(Problem::new(

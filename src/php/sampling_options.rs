@@ -8,7 +8,7 @@ use super::convert::{self, describe};
 use super::problem::Problem;
 use crate::backend::params::{GenerateParams, LogprobParams};
 use crate::backend::sampling::{
-    BiasTarget, LogitBias, Mirostat, DEFAULT_MIROSTAT_ETA, DEFAULT_MIROSTAT_TAU, INT_RANGES,
+    BiasTarget, LogitBias, Mirostat, Stage, DEFAULT_MIROSTAT_ETA, DEFAULT_MIROSTAT_TAU, INT_RANGES,
     MAX_BIAS, MAX_TOP_LOGPROBS, RANGES,
 };
 
@@ -64,6 +64,10 @@ pub fn read(
         "dry_penalty_last_n" => s.dry.penalty_last_n = count(key, value)?,
         "dry_sequence_breakers" => s.dry.sequence_breakers = breakers(key, value)?,
         "logit_bias" => s.logit_bias = logit_bias(key, value)?,
+        "ignore_eos" => s.ignore_eos = flag(key, value)?,
+        "samplers" => s.samplers = Some(stages(key, value)?),
+        "adaptive_target" => s.adaptive_target = float(key, value)?,
+        "adaptive_decay" => s.adaptive_decay = float(key, value)?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -203,4 +207,58 @@ fn logit_bias(key: &str, value: &Zval) -> Result<Vec<LogitBias>, Problem> {
         biases.push(LogitBias { target, bias });
     }
     Ok(biases)
+}
+
+/// `samplers`: the chain's stages in order, as llama-server takes them: a
+/// list of names, or a string of their letters. An unknown one is refused
+/// (llama-server skips it with a warning in its log).
+fn stages(key: &str, value: &Zval) -> Result<Vec<Stage>, Problem> {
+    let known = || {
+        format!(
+            "(known: {}; or a string of their letters, e.g. \"edskypmxt\")",
+            Stage::names().join(", ")
+        )
+    };
+    let refuse = |what: String| {
+        if what.eq_ignore_ascii_case("infill") || what == "i" {
+            Problem::new(
+                key,
+                "names 'infill', llama-server's fill-in-the-middle stage, which this extension does not offer",
+            )
+        } else {
+            Problem::new(
+                key,
+                format!(
+                    "names the sampler '{what}', which llama-server does not have {}",
+                    known()
+                ),
+            )
+        }
+    };
+    if let Some(text) = convert::string(value) {
+        return text
+            .chars()
+            .map(|c| Stage::from_char(c).ok_or_else(|| refuse(c.to_string())))
+            .collect();
+    }
+    let list = value
+        .array()
+        .filter(|a| a.has_sequential_keys())
+        .ok_or_else(|| {
+            Problem::wrong(
+                key,
+                &format!(
+                    "a list of sampler names or a string of their letters {}",
+                    known()
+                ),
+                value,
+            )
+        })?;
+    list.values()
+        .map(|item| {
+            let name = convert::string(item)
+                .ok_or_else(|| Problem::wrong(key, "a list of sampler names (strings)", item))?;
+            Stage::from_name(&name).ok_or_else(|| refuse(name))
+        })
+        .collect()
 }

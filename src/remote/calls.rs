@@ -79,6 +79,9 @@ const OPENAI_LACKS: &[&str] = &[
     "logprobs",
     "top_logprobs",
     "lora",
+    "ignore_eos",
+    "samplers",
+    "adaptive_",
 ];
 
 const OPENAI_LACKS_WHY: &str = "is a llama-server parameter that this extension does not send to vLLM or SGLang (it sends them temperature, top_k, top_p, min_p, seed, the three penalties and logit_bias by token id)";

@@ -201,6 +201,13 @@ fn sampler_fields(body: &mut Map<String, Json>, params: &GenerateParams) {
         })
         .collect();
     body.insert("logit_bias".into(), Json::Array(biases));
+    body.insert("ignore_eos".into(), json!(s.ignore_eos));
+    if let Some(stages) = &s.samplers {
+        let names: Vec<&str> = stages.iter().map(|stage| stage.name()).collect();
+        body.insert("samplers".into(), json!(names));
+    }
+    body.insert("adaptive_target".into(), json!(s.adaptive_target));
+    body.insert("adaptive_decay".into(), json!(s.adaptive_decay));
     let probs = params.logprobs.map_or(0, |l| l.top.max(1));
     body.insert("n_probs".into(), json!(probs));
     body.insert(

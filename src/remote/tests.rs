@@ -516,6 +516,9 @@ fn openai_servers_get_their_samplers_and_refuse_the_rest_by_name() {
         "post_sampling_probs",
         "cache_prompt",
         "lora",
+        "ignore_eos",
+        "samplers",
+        "adaptive_target",
     ] {
         let why = remote.refuses_option(key, false).unwrap_or_default();
         assert!(why.contains("vLLM or SGLang"), "{key}: {why}");

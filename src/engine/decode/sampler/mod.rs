@@ -42,7 +42,7 @@ const WIDE_SHORTLIST: usize = 1024;
 pub struct Sampler {
     grammar: Option<GrammarSampler>,
     filters: Option<LlamaSampler>,
-    pick: LlamaSampler,
+    pick: chain::Pick,
     /// Greedy, with nothing in the chain that reads the candidates as a
     /// set: the best allowed token is found from a shortlist.
     greedy: bool,
@@ -311,7 +311,7 @@ impl Sampler {
 /// `pick`'s choice among the tokens of `candidates` that `grammar` allows.
 fn pick_allowed(
     grammar: &mut GrammarSampler,
-    pick: &mut LlamaSampler,
+    pick: &mut chain::Pick,
     candidates: &[LlamaTokenData],
 ) -> Option<LlamaToken> {
     let mut short = LlamaTokenDataArray::new(candidates.to_vec(), false);
