@@ -40,6 +40,9 @@ $settings = [
     'dynatemp' => ['dynatemp_range' => 0.5],
     'mirostat 2' => ['mirostat' => 2],
     'logit_bias (10 tokens)' => ['logit_bias' => array_fill_keys(range(1000, 1009), -2.0)],
+    'adaptive-p (target 0.3)' => ['samplers' => ['penalties', 'dry', 'top_n_sigma', 'top_k', 'typ_p', 'top_p', 'min_p', 'xtc', 'temperature', 'adaptive_p'], 'adaptive_target' => 0.3],
+    'samplers: top_k, temperature only' => ['samplers' => ['top_k', 'temperature']],
+    'ignore_eos' => ['ignore_eos' => true],
 ];
 
 $schema_only = in_array('--schema-only', $argv, true);

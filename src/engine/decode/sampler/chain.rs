@@ -171,7 +171,11 @@ pub(super) fn chain(model: &LlamaModel, params: &GenerateParams, biases: &Biases
         // The samplers that move logits one by one, in the chain's order,
         // up to the temperature: at 0 it leaves the best token alone, so
         // what comes after it changes nothing.
-        for stage in s.stages().iter().take_while(|&&st| st != Stage::Temperature) {
+        for stage in s
+            .stages()
+            .iter()
+            .take_while(|&&st| st != Stage::Temperature)
+        {
             match stage {
                 Stage::Penalties if s.penalizes() => filters.push(penalties()),
                 Stage::Dry if s.dry_is_on() => filters.push(dry()),
