@@ -122,6 +122,11 @@ final class ChatManyTest extends InferTestCase
         }
     }
 
+    /**
+     * The batches' refill, which no PHP version changes.
+     *
+     * @group engine
+     */
     public function testMorePromptsThanParallelRefillFinishedSequences(): void
     {
         $prompts = array_slice(self::freePrompts(), 0, 7);

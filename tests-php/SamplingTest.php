@@ -135,7 +135,7 @@ final class SamplingTest extends InferTestCase
     public function testTheExtensionWritesWhatLlamaServerWrites(array $options, float $temperature, string $prompt = self::PROMPT): void
     {
         $model = self::model();
-        $seeds = $temperature > 0 ? [1, 2, 3] : [1];
+        $seeds = $temperature > 0 ? [1, 2] : [1];
         $differs = 0;
         foreach ([null, self::GRAMMAR] as $grammar) {
             foreach ($seeds as $seed) {
