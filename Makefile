@@ -93,7 +93,7 @@ PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
 .PHONY: demo test test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling bench-lora
 
-demo: build model embedding-model vision-model
+demo: build model embedding-model vision-model lora-model
 	$(PHP_WITH_EXT) examples/demo.php
 
 ifneq ($(filter 8.4 8.3 8.3-zts,$(PHP)),)

@@ -108,6 +108,13 @@ $blue = Image::fromPixels(28, 28, str_repeat("\x00\x00\xff", 28 * 28));
 printf("\nAn image of blue pixels, asked its colour: %s\n",
     $vision->chat(Prompt::user([$blue, 'What colour is this image? Answer with one word.']), 16)->text());
 
+// LoRA adapters chosen per call on one loaded model (`make lora-model`: a test
+// adapter that makes SmolLM2 write " banana"; docs/sampling.md).
+$adapted = Model::load($path, ['lora' => [['path' => getenv('INFER_LORA_MODEL') ?: __DIR__ . '/../models/SmolLM2-135M-test-lora.gguf', 'name' => 'banana']]]);
+printf("\nThe same model without and with its LoRA adapter: %s | %s\n",
+    json_encode($adapted->raw('The weather today is', maxTokens: 6, options: ['lora' => []])),
+    json_encode($adapted->raw('The weather today is', maxTokens: 6, options: ['lora' => ['banana' => 1.0]])));
+
 // A deadline: the call stops after 0.2 s with what it has ('timeout').
 $story = $model->chat(Prompt::user('Tell a very long story.'), maxTokens: 2000, options: ['timeout' => 0.2]);
 printf("\nA long story cut at 0.2 s: %d tokens, finish: %s\n", $story->tokensGenerated(), $story->finishReason());
