@@ -260,7 +260,7 @@ clean:
 dist: build
 	@bash scripts/dist.sh
 
-test-dist: dist model embedding-model
+test-dist: dist model embedding-model vision-model lora-model
 	bash scripts/test-dist.sh
 
 # Resident memory over 2,000 mixed calls and 200 load/close cycles.
