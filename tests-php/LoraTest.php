@@ -214,11 +214,19 @@ final class LoraTest extends InferTestCase
             'method' => 'POST', 'header' => "Content-Type: application/json\r\n", 'content' => json_encode($body),
         ]])), true);
         $this->assertNull($answer['completion_probabilities'][0]['logprob'], 'llama-server computed no number either');
+        $overflow = 'the model computed logits that are not numbers (NaN or infinite): its computation overflowed (a LoRA adapter at too large a scale, or damaged weights), so no token can be chosen or scored';
         try {
             self::adapted()->raw($prompt, maxTokens: 1, options: ['lora' => [self::NAME => 100.0]]);
             $this->fail('an overflow is refused');
         } catch (InferenceException $e) {
-            $this->assertSame('the model computed logits that are not numbers (NaN or infinite): its computation overflowed (a LoRA adapter at too large a scale, or damaged weights), so no token can be chosen', $e->getMessage());
+            $this->assertSame($overflow, $e->getMessage());
+        }
+        // score() reads the same rows: no NaN comes back as a log-probability.
+        try {
+            self::adapted()->score(Prompt::user($prompt), [' banana'], options: ['lora' => [self::NAME => 100.0]]);
+            $this->fail('an overflow is refused by score() too');
+        } catch (InferenceException $e) {
+            $this->assertSame($overflow, $e->getMessage());
         }
         // The model is fine for the next call.
         $this->assertSame(self::base()->raw($prompt, maxTokens: 8), self::adapted()->raw($prompt, maxTokens: 8, options: ['lora' => []]));

@@ -143,7 +143,7 @@ pub enum InferenceError {
     )]
     GrammarDeadEnd,
     /// The model's logits hold NaN or +inf: its computation overflowed.
-    #[error("the model computed logits that are not numbers (NaN or infinite): its computation overflowed (a LoRA adapter at too large a scale, or damaged weights), so no token can be chosen")]
+    #[error("the model computed logits that are not numbers (NaN or infinite): its computation overflowed (a LoRA adapter at too large a scale, or damaged weights), so no token can be chosen or scored")]
     LogitsNotNumbers,
     /// The samplers left no token the grammar allows.
     #[error("the samplers leave no token the grammar allows at this point of the output (a logit_bias bans every one of them)")]

@@ -575,7 +575,9 @@ impl Context {
     }
 
     /// The logits of the `index`-th token of the last batch (which must have
-    /// asked for them).
+    /// asked for them). A row holding NaN or +inf (the model's computation
+    /// overflowed) is an error: every comparison with NaN is false, so a
+    /// pick, a probability or a score read from it would mean nothing.
     pub fn logits(&self, index: usize) -> InferenceResult<&[f32]> {
         let missing = || InferenceError::DecodeFailed {
             detail: format!("no logits for token {index} of the batch"),
@@ -592,7 +594,11 @@ impl Context {
             if row.is_null() {
                 return Err(missing());
             }
-            Ok(std::slice::from_raw_parts(row, self.n_vocab))
+            let row = std::slice::from_raw_parts(row, self.n_vocab);
+            if row.iter().any(|v| v.is_nan() || *v == f32::INFINITY) {
+                return Err(InferenceError::LogitsNotNumbers);
+            }
+            Ok(row)
         }
     }
 
