@@ -279,10 +279,9 @@ impl Rule {
             }
             Rule::AbsolutePath => (!value.is_empty() && !value.starts_with('/'))
                 .then(|| "not an absolute path (a relative one would depend on each request's working directory)".to_owned()),
-            Rule::AbsolutePaths => value
-                .split(':')
-                .any(|p| !p.starts_with('/') && !value.is_empty())
-                .then(|| "not absolute paths separated by ':' (a relative one would depend on each request's working directory)".to_owned()),
+            Rule::AbsolutePaths => (!value.is_empty()
+                && value.split(':').any(|p| !p.starts_with('/')))
+            .then(|| "not absolute paths separated by ':' (a relative one would depend on each request's working directory)".to_owned()),
             Rule::NoPort => (value.trim() != "0" && !value.trim().is_empty()).then(|| {
                 "the shared server listens only on the Unix socket in its state directory (a TCP port on 127.0.0.1 can be taken first by another local user, who would then get the key and every prompt); remove the setting".to_owned()
             }),

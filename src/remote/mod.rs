@@ -28,7 +28,7 @@ pub mod stream;
 mod tests;
 mod unix;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value as Json};
@@ -120,8 +120,9 @@ struct LlamaServerInfo {
     eos: String,
     vision: bool,
     media_marker: Option<String>,
-    /// The LoRA adapters it was started with.
-    adapters: Vec<llama_server::ServerAdapter>,
+    /// The LoRA adapters it was started with, asked the first time a call
+    /// chooses adapters or `info()` lists them (not on every connect).
+    adapters: OnceLock<Vec<llama_server::ServerAdapter>>,
 }
 
 /// A connected model.
@@ -180,11 +181,6 @@ impl Remote {
                     None => Renderer::Missing,
                 };
                 let trained = chosen.trained_ctx.unwrap_or(info.slot_ctx);
-                // A server older than the route has no adapters to list.
-                let adapters = http
-                    .get_json("/lora-adapters", engine.name())
-                    .map(|a| llama_server::adapters(&a))
-                    .unwrap_or_default();
                 (
                     info.slot_ctx,
                     trained,
@@ -195,7 +191,7 @@ impl Remote {
                         eos: info.eos,
                         vision: info.vision,
                         media_marker: info.media_marker,
-                        adapters,
+                        adapters: OnceLock::new(),
                     }),
                 )
             }
@@ -410,10 +406,24 @@ impl Remote {
         self.llama.as_ref().map(|info| info.vision)
     }
 
+    /// The adapters llama-server was started with (`GET /lora-adapters`,
+    /// asked once; a server older than the route has none); none for vLLM
+    /// and SGLang.
+    fn server_adapters(&self) -> &[llama_server::ServerAdapter] {
+        self.llama.as_ref().map_or(&[][..], |l| {
+            l.adapters.get_or_init(|| {
+                self.http
+                    .get_json("/lora-adapters", self.engine.name())
+                    .map(|a| llama_server::adapters(&a))
+                    .unwrap_or_default()
+            })
+        })
+    }
+
     /// The LoRA adapters llama-server was started with (none for vLLM and
     /// SGLang), as `info()` lists them.
     pub fn adapters(&self) -> Json {
-        let list = self.llama.as_ref().map_or(&[][..], |l| &l.adapters[..]);
+        let list = self.server_adapters();
         Json::Array(
             list.iter()
                 .map(|a| json!({"name": a.name, "path": a.path, "scale": a.scale}))
@@ -599,7 +609,7 @@ impl Remote {
         parts: Option<Parts>,
     ) -> InferenceResult<RemoteStream> {
         if let Some(choice) = &params.lora {
-            let adapters = self.llama.as_ref().map_or(&[][..], |l| &l.adapters[..]);
+            let adapters = self.server_adapters();
             body["lora"] = llama_server::lora_field(adapters, choice).map_err(|detail| {
                 InferenceError::InvalidOption {
                     key: "lora",

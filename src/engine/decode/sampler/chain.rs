@@ -59,7 +59,6 @@ impl Biases {
             }
         }
         if sampling.ignore_eos {
-            let n_vocab = model.n_vocab();
             biases.extend(
                 (0..n_vocab)
                     .map(LlamaToken)
@@ -134,7 +133,8 @@ pub(super) struct Chain {
 /// left in.
 ///
 /// At temperature 0 the pick is the most likely token left; where nothing
-/// in the chain reads the candidates as a set (typical-p, XTC, mirostat),
+/// in the chain reads the candidates as a set (typical-p, XTC, mirostat,
+/// adaptive-p),
 /// only the samplers that move logits token by token (the bias, the
 /// penalties, DRY) can change which one that is, and the chain is those and
 /// the greedy pick: the same token, at a fraction of the work.
