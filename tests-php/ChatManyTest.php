@@ -76,6 +76,7 @@ final class ChatManyTest extends InferTestCase
         $this->assertGreaterThan(1, count(array_unique(array_map(fn (Response $r) => $r->text(), $many))));
     }
 
+    /** @group engine */
     public function testStopStringsEndEachPromptAsChatDoes(): void
     {
         $prompts = array_map(fn (string $q) => Prompt::user($q), [
@@ -108,6 +109,7 @@ final class ChatManyTest extends InferTestCase
         }
     }
 
+    /** @group engine */
     public function testGrammarPromptsGiveChatsOutputForEach(): void
     {
         $grammar = 'root ::= ("yes" | "no") " because " [a-z ]{1,40}';
@@ -149,18 +151,34 @@ final class ChatManyTest extends InferTestCase
         $this->assertSameAsChat($prompts, 12, ['parallel' => 32]);
     }
 
+    /** @group engine */
     public function testOneSequenceAtATimeStillGivesEveryResult(): void
     {
         $prompts = array_slice(self::freePrompts(), 0, 3);
         $this->assertSameAsChat($prompts, 8, ['parallel' => 1]);
     }
 
+    /** @group engine */
     public function testSamplingGivesEachPromptWhatChatGivesWithTheSameSeed(): void
     {
         $prompts = array_slice(self::freePrompts(), 0, 4);
         $this->assertSameAsChat($prompts, 16, [], 0.9);
     }
 
+    /**
+     * The binding's side of rawMany() (what the PHPs besides the machine's run; the batching itself is
+     * the engine's test below): strings in, one string per prompt, in order, with addBos passed through.
+     */
+    public function testRawManyReturnsRawsTextForEachPromptInOrder(): void
+    {
+        $prompts = ['The capital of France is', '1, 2, 3,'];
+        $this->assertSame(
+            array_map(fn (string $p) => self::reference()->raw($p, 6, addBos: false, options: ['cache_prompt' => false]), $prompts),
+            self::model()->rawMany($prompts, 6, addBos: false),
+        );
+    }
+
+    /** @group engine */
     public function testRawManyGivesWhatRawGivesForEach(): void
     {
         $prompts = ['Once upon a time', 'The capital of France is', str_repeat('one two three ', 90) . 'four', '1, 2, 3,'];

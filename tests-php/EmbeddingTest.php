@@ -56,6 +56,7 @@ final class EmbeddingTest extends InferTestCase
         return max(array_map(static fn ($x, $y) => abs($x - $y), $a, $b));
     }
 
+    /** @group engine */
     public function testVectorsAgreeWithAnIndependentFloat64ForwardPass(): void
     {
         $reference = EmbeddingModel::reference(['texts' => self::SENTENCES]);
@@ -70,6 +71,7 @@ final class EmbeddingTest extends InferTestCase
         }
     }
 
+    /** @group engine */
     public function testRelatedSentencesAreCloserThanUnrelatedOnes(): void
     {
         $pairs = [
@@ -93,6 +95,7 @@ final class EmbeddingTest extends InferTestCase
         $this->assertGreaterThan($highestUnrelated, $lowestRelated);
     }
 
+    /** @group engine */
     public function testEmbedManyGivesTheVectorsOfEmbedOneTextAtATime(): void
     {
         $texts = [];
@@ -194,6 +197,7 @@ final class EmbeddingTest extends InferTestCase
         $this->assertThrows(InferenceException::class, "the model was loaded with 'pooling' => 'none', which gives a vector per token", fn () => $none->embed($text));
     }
 
+    /** @group engine */
     public function testADecoderModelEmbedsWithMeanPoolingAndStillChats(): void
     {
         $model = Model::load(self::modelPath(), ['embedding' => true, 'pooling' => 'mean']);

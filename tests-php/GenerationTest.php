@@ -25,12 +25,14 @@ final class GenerationTest extends InferTestCase
         $this->assertSame(self::funFact(seed: 1), self::funFact(seed: 99));
     }
 
+    /** @group engine */
     public function testSameSeedGivesTheSameSample(): void
     {
         $this->assertSame(self::funFact(1.0, 7), self::funFact(1.0, 7));
         $this->assertSame(self::funFact(1.0, -3), self::funFact(1.0, -3));
     }
 
+    /** @group engine */
     public function testDifferentSeedsGiveDifferentSamples(): void
     {
         $samples = array_map(fn (int $seed) => self::funFact(1.0, $seed), [1, 2, 3, 4]);
@@ -53,6 +55,7 @@ final class GenerationTest extends InferTestCase
      * which shows the filter is applied.
      *
      * @dataProvider greedyFilters
+     * @group engine
      */
     public function testFiltersAreAppliedWhenSampling(array $options): void
     {
@@ -103,6 +106,7 @@ final class GenerationTest extends InferTestCase
         $this->assertGreaterThan(100, $distinct, "top_k = 0 gave only $distinct distinct first tokens in $seeds draws");
     }
 
+    /** @group engine */
     public function testRepeatPenaltyChangesGreedyOutput(): void
     {
         $prompt = Prompt::system('Reply with JSON only.')->withUser('Tom is 3.')
@@ -112,7 +116,10 @@ final class GenerationTest extends InferTestCase
         $this->assertNotSame($plain, self::model()->chat($prompt, maxTokens: 30, options: ['repeat_penalty' => 1.5])->text());
     }
 
-    /** @group default-model */
+    /**
+     * @group default-model
+     * @group engine
+     */
     public function testStopStringEndsGenerationAndIsLeftOut(): void
     {
         $this->assertSame(DefaultModel::COUNTING, self::model()->raw('1, 2, 3, 4, 5, 6,', maxTokens: 20));
@@ -130,7 +137,10 @@ final class GenerationTest extends InferTestCase
         $this->assertSame(substr($full, 0, strpos($full, 'Thursday')), $r->text());
     }
 
-    /** @group default-model */
+    /**
+     * @group default-model
+     * @group engine
+     */
     public function testEarliestStopStringWins(): void
     {
         // '9' is listed first, '8' comes first in the text: the cut is at '8'.
@@ -140,6 +150,7 @@ final class GenerationTest extends InferTestCase
         );
     }
 
+    /** @group engine */
     public function testStopStringThatNeverOccursChangesNothing(): void
     {
         // The prompt cache off in both: a prompt found whole in the cache has its last token evaluated alone,

@@ -47,6 +47,7 @@ final class RerankModelTest extends InferTestCase
         return self::$judge ??= RerankModel::load(self::modelPath());
     }
 
+    /** @group engine */
     public function testACrossEncoderScoresWithItsClassificationHead(): void
     {
         $pairs = array_map(static fn (string $d): array => [self::QUERY, $d], self::DOCUMENTS);
@@ -76,6 +77,7 @@ final class RerankModelTest extends InferTestCase
         }
     }
 
+    /** @group engine */
     public function testTheObviouslyRelevantDocumentComesFirst(): void
     {
         $cases = [
@@ -88,6 +90,7 @@ final class RerankModelTest extends InferTestCase
         }
     }
 
+    /** @group engine */
     public function testTheYesNoScoreIsTheChanceTheModelAnswersYes(): void
     {
         // The judgement asked as a chat whose answer a grammar limits to yes
@@ -126,6 +129,7 @@ final class RerankModelTest extends InferTestCase
         }
     }
 
+    /** @group engine */
     public function testManyDocumentsAreRankedInBatches(): void
     {
         $docs = [];
@@ -174,6 +178,7 @@ final class RerankModelTest extends InferTestCase
             fn () => self::crossEncoder()->score('q', str_repeat('word ', 600)));
     }
 
+    /** @group engine */
     public function testTheInstructionIsPartOfTheJudgement(): void
     {
         $other = RerankModel::load(self::modelPath(), ['instruction' => 'Judge whether the document is about fruit']);

@@ -313,6 +313,7 @@ final class SchemaTest extends InferTestCase
      * The issue's promise: Schema::fromClass + into turns free text into a
      * typed object that satisfies the class's constraints. The constraints
      * are checked here by PHP, not by the extension.
+     * @group engine
      */
     public function testFreeTextBecomesAConstraintSatisfyingInvoice(): void
     {

@@ -92,11 +92,13 @@ final class StreamTest extends InferTestCase
         $this->assertGreaterThan(10, iterator_count(self::fresh()->stream(Prompt::user(self::QUESTION), maxTokens: 32)), 'one piece per token or so');
     }
 
+    /** @group engine */
     public function testSampledPiecesJoinToTheTextThatChatReturns(): void
     {
         $this->assertStreamIsChat(Prompt::user('Write a short poem about rain.'), 40, 0.9, ['top_p' => 0.9, 'repeat_penalty' => 1.1]);
     }
 
+    /** @group engine */
     public function testAConstrainedStreamYieldsWhatChatReturns(): void
     {
         $schema = [
@@ -109,6 +111,7 @@ final class StreamTest extends InferTestCase
         $this->assertSame(['city', 'country'], array_keys($data));
     }
 
+    /** @group engine */
     public function testACharacterSplitAcrossTokensIsNeverYieldedHalf(): void
     {
         // The grammar allows only characters of 2 to 4 bytes, each of which
@@ -130,6 +133,7 @@ final class StreamTest extends InferTestCase
         }
     }
 
+    /** @group engine */
     public function testAStopStringIsNeverYieldedNotEvenItsBeginning(): void
     {
         $prompt = Prompt::user(self::QUESTION);
@@ -145,6 +149,7 @@ final class StreamTest extends InferTestCase
         $this->assertSame(substr($free, 0, (int) strpos($free, $stop)), $stream->text());
     }
 
+    /** @group engine */
     public function testATailThatCannotBecomeAStopStringIsReleased(): void
     {
         $prompt = Prompt::user(self::QUESTION);
@@ -157,6 +162,7 @@ final class StreamTest extends InferTestCase
         $this->assertSame($free, $stream->text());
     }
 
+    /** @group engine */
     public function testThinkBlocksArePiecesKeyedReasoningWithTheirTags(): void
     {
         // The grammar makes the model write a reasoning block, then answer.
@@ -225,6 +231,7 @@ final class StreamTest extends InferTestCase
         $this->assertSame('cancelled', $stream->finishReason(), 'cancel() again changes nothing');
     }
 
+    /** @group engine */
     public function testAContinuationAfterACancelReusesWhatTheCacheReallyHolds(): void
     {
         $model = self::fresh();
@@ -377,15 +384,15 @@ final class StreamTest extends InferTestCase
     public function testTheDeadlineStopsAStreamInItsPromptEvaluation(): void
     {
         $model = self::fresh();
-        $long = Prompt::user(str_repeat('The library opens at nine and closes at five. Books can be renewed online. ', 150));
-        $stream = $model->stream($long, maxTokens: 16, nCtx: 4096, options: ['timeout' => 0.01]);
+        $long = Prompt::user(str_repeat('The library opens at nine and closes at five. Books can be renewed online. ', 60));
+        $stream = $model->stream($long, maxTokens: 16, nCtx: 2048, options: ['timeout' => 0.01]);
         $this->assertSame([], self::collect($stream));
         $this->assertSame('timeout', $stream->finishReason());
         $this->assertSame(0, $stream->response()->tokensGenerated());
         // The model is consistent afterwards.
         $this->assertSame(
-            self::fresh()->chat($long, maxTokens: 8, nCtx: 4096)->text(),
-            $model->chat($long, maxTokens: 8, nCtx: 4096)->text(),
+            self::fresh()->chat($long, maxTokens: 8, nCtx: 2048)->text(),
+            $model->chat($long, maxTokens: 8, nCtx: 2048)->text(),
         );
     }
 

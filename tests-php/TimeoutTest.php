@@ -19,7 +19,7 @@ final class TimeoutTest extends InferTestCase
 {
     private static function longPrompt(): Prompt
     {
-        return Prompt::user(str_repeat('The library opens at nine and closes at five. Books can be renewed online. ', 150));
+        return Prompt::user(str_repeat('The library opens at nine and closes at five. Books can be renewed online. ', 60));
     }
 
     public function testTheDeadlineStopsGenerationAndKeepsThePartialOutput(): void
@@ -43,22 +43,23 @@ final class TimeoutTest extends InferTestCase
     public function testTheDeadlineStopsAPromptInTheMiddleOfItsEvaluation(): void
     {
         $model = Model::load(self::modelPath());
-        $cut = $model->chat(self::longPrompt(), maxTokens: 16, nCtx: 4096, options: ['timeout' => 0.01]);
+        $cut = $model->chat(self::longPrompt(), maxTokens: 16, nCtx: 2048, options: ['timeout' => 0.01]);
         $this->assertSame('timeout', $cut->finishReason());
         $this->assertSame(0, $cut->tokensGenerated());
         $this->assertSame('', $cut->text());
-        $this->assertGreaterThan(2000, $cut->promptTokens());
+        $this->assertGreaterThan(512, $cut->promptTokens(), 'more than one batch of 512: the evaluation has a middle');
 
         // What was evaluated before the stop is not trusted by the next call
         // unless the cache really holds it: the output is a fresh model's.
-        $after = $model->chat(self::longPrompt(), maxTokens: 16, nCtx: 4096);
-        $fresh = Model::load(self::modelPath())->chat(self::longPrompt(), maxTokens: 16, nCtx: 4096);
+        $after = $model->chat(self::longPrompt(), maxTokens: 16, nCtx: 2048);
+        $fresh = Model::load(self::modelPath())->chat(self::longPrompt(), maxTokens: 16, nCtx: 2048);
         $this->assertSame($fresh->text(), $after->text());
         $this->assertSame($fresh->finishReason(), $after->finishReason());
         // A prompt evaluated to the end would be reused whole.
         $this->assertLessThan($after->promptTokens() - 1, $after->cachedTokens(), 'the evaluation stopped part-way');
     }
 
+    /** @group engine */
     public function testChatManyStopsEveryPromptAtTheDeadline(): void
     {
         $model = Model::load(self::modelPath());
