@@ -153,8 +153,13 @@ build: deps php$(subst .,,$(PHP))
 	cp target/release/libinfer.so $(EXT).tmp && mv $(EXT).tmp $(EXT)
 	cp target/release/infer-serve $(PHP_ROOT)/infer-serve.tmp && mv $(PHP_ROOT)/infer-serve.tmp $(PHP_ROOT)/infer-serve
 else
+# The machine's PHP's build is also copied to target/php-host/, where make
+# dist finds it after builds for other PHPs have taken target/release/.
 build: deps
 	cargo build --release $(GPU_FEATURES)
+	mkdir -p target/php-host
+	cp target/release/libinfer.so target/php-host/infer.so.tmp && mv target/php-host/infer.so.tmp target/php-host/infer.so
+	cp target/release/infer-serve target/php-host/infer-serve.tmp && mv target/php-host/infer-serve.tmp target/php-host/infer-serve
 endif
 
 model:
@@ -254,10 +259,11 @@ clean:
 
 # The archives PIE installs as pre-packaged binaries, one per PHP built (make
 # build, make build PHP=8.4|8.3|8.3-zts), in dist/; test-dist installs each
-# into its PHP's extension directory and runs the demo with it. The machine's
-# PHP's build is made again first: the project's target directory holds the
-# last PHP's build (make build PHP=8.3 builds there too).
-dist: build
+# into its PHP's extension directory and runs the demo with it. Each build is
+# taken from where its make build left a copy (target/php-host/ for the
+# machine's PHP, made first when there is none); a build older than the
+# sources is refused, not packaged.
+dist: $(if $(wildcard target/php-host/infer.so),,build)
 	@bash scripts/dist.sh
 
 test-dist: dist model embedding-model vision-model lora-model

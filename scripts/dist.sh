@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make dist: the pre-packaged archives PIE looks for in a release's assets,
-# one per PHP the extension was built for (target/release/libinfer.so for the
+# one per PHP the extension was built for (target/php-host/infer.so for the
 # machine's PHP, target/php-8.4/infer.so, target/php-8.3/infer.so and
 # target/php-8.3-zts/infer.so when built), named as PIE names them
 # (php/pie's PrePackagedBinaryAssetName: lower-case, `-zts` after the libc for
@@ -24,8 +24,15 @@ mkdir -p dist
 # archive SO SERVE PHP_VERSION [-zts]: write the archive for one build.
 archive() {
     local so=$1 serve=$2 php=$3 ts=${4:-}
-    local name
+    local name newer
     [ -x "$serve" ] || { echo "error: $serve is missing: build it (make build) first" >&2; exit 1; }
+    # A build left from before the last change of the sources is not what
+    # they build now.
+    newer=$(find src crates Cargo.toml Cargo.lock build.rs -newer "$so" -type f -print -quit)
+    if [ -n "$newer" ]; then
+        echo "error: $so is older than $newer: make build for PHP $php${ts} again first" >&2
+        exit 1
+    fi
     name=$(printf 'php_infer-%s_php%s-%s-linux-glibc%s.zip' "$version" "$php" "$arch" "$ts" | tr '[:upper:]' '[:lower:]')
     python3 - "$so" "$serve" "dist/$name" <<'PY'
 import os, sys, zipfile
@@ -44,9 +51,9 @@ PY
 }
 
 built=0
-if [ -f target/release/libinfer.so ]; then
+if [ -f target/php-host/infer.so ]; then
     php_version=$(php -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
-    archive target/release/libinfer.so target/release/infer-serve "$php_version"
+    archive target/php-host/infer.so target/php-host/infer-serve "$php_version"
     built=1
 fi
 if [ -f target/php-8.4/infer.so ]; then
