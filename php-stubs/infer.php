@@ -653,12 +653,12 @@ final class Response
     /**
      * Each generated token's log-probability and the most likely tokens at its place, when the call asked for
      * them ('logprobs' => true, 'top_logprobs' => 0 to 20); null when it did not. OpenAI's shape, with
-     * llama-server's 'id' and whether the token was forced by the constraint (probability 1 under the mask,
-     * logprob 0.0). By default the probabilities are the model's own (a softmax of its logits, before the bias,
+     * llama-server's 'id' (null from vLLM and SGLang, whose API names tokens by text) and whether the token
+     * was forced by the constraint (probability 1 under the mask, logprob 0.0). By default the probabilities are the model's own (a softmax of its logits, before the bias,
      * the penalties, the temperature and the constraint's mask, as llama-server's n_probs); with
      * 'post_sampling_probs' => true, those of the candidates the samplers left (a greedy pick: 1).
      *
-     * @return list<array{id: int, token: string, bytes: list<int>, logprob: float, forced: bool, top_logprobs: list<array{id: int, token: string, bytes: list<int>, logprob: float}>}>|null
+     * @return list<array{id: int|null, token: string, bytes: list<int>, logprob: float, forced: bool, top_logprobs: list<array{id: int|null, token: string, bytes: list<int>, logprob: float}>}>|null
      */
     public function logprobs(): ?array {}
 
@@ -928,7 +928,7 @@ final class Stream implements \Iterator
      * The log-probabilities of the tokens whose text ends in the current piece (see Response::logprobs()), when
      * the call asked for them; null otherwise, and past the end.
      *
-     * @return list<array{id: int, token: string, bytes: list<int>, logprob: float, forced: bool, top_logprobs: list<array{id: int, token: string, bytes: list<int>, logprob: float}>}>|null
+     * @return list<array{id: int|null, token: string, bytes: list<int>, logprob: float, forced: bool, top_logprobs: list<array{id: int|null, token: string, bytes: list<int>, logprob: float}>}>|null
      */
     public function logprobs(): ?array {}
 

@@ -6,6 +6,7 @@ namespace Displace\Infer\Tests;
 
 use Displace\Infer\InferenceException;
 use Displace\Infer\Model;
+use Displace\Infer\Prompt;
 use Displace\Infer\Tests\Support\LlamaServer;
 
 require_once __DIR__ . '/support/LlamaServer.php';
@@ -283,6 +284,37 @@ final class SamplingTest extends InferTestCase
         $this->assertSame($mine->text(), $text, 'the tokens spell the text');
     }
 
+    /**
+     * Through the OpenAI API that vLLM and SGLang serve (here llama-server's own /v1 endpoints, the only
+     * such server that runs here, addressed as vLLM: 'engine' => 'vllm' makes the extension speak that
+     * API): the chat API's logprobs.content and, for rawStream(), the completions endpoint, give what the
+     * model in this process gives, value for value.
+     */
+    public function testLogprobsThroughTheOpenAiApiAreTheInProcessOnes(): void
+    {
+        $asVllm = Model::connect(self::server()->url, ['engine' => 'vllm']);
+        $options = ['logprobs' => true, 'top_logprobs' => 3, 'fast_forward' => false];
+        $prompt = Prompt::user('Name three colours.');
+        $pairs = [
+            'chat' => [$asVllm->chat($prompt, maxTokens: 10, options: $options), self::model()->chat($prompt, maxTokens: 10, options: $options)],
+            'rawStream' => [$asVllm->rawStream(self::PROMPT, maxTokens: 10, options: $options)->response(),
+                self::model()->rawStream(self::PROMPT, maxTokens: 10, options: $options)->response()],
+        ];
+        foreach ($pairs as $method => [$theirs, $mine]) {
+            $this->assertSame($mine->text(), $theirs->text(), $method);
+            $this->assertCount(count($mine->logprobs()), $theirs->logprobs(), $method);
+            foreach ($mine->logprobs() as $i => $want) {
+                $got = $theirs->logprobs()[$i];
+                $this->assertSame($want['bytes'], $got['bytes'], "$method, token $i");
+                $this->assertEqualsWithDelta($want['logprob'], $got['logprob'], 1e-4, "$method, token $i");
+                $this->assertSame(array_column($want['top_logprobs'], 'bytes'), array_column($got['top_logprobs'], 'bytes'), "$method, token $i");
+                foreach ($want['top_logprobs'] as $k => $alt) {
+                    $this->assertEqualsWithDelta($alt['logprob'], $got['top_logprobs'][$k]['logprob'], 1e-4, "$method, token $i, alternative $k");
+                }
+            }
+        }
+    }
+
     /** post_sampling_probs: the candidates the chain left, as llama-server reports them when drawing. */
     public function testPostSamplingProbsAreLlamaServers(): void
     {
@@ -310,7 +342,7 @@ final class SamplingTest extends InferTestCase
      */
     public function testScoreIsTheSumOfTheTokensLogprobs(): void
     {
-        $prompt = \Displace\Infer\Prompt::user('What is the capital of France? Answer in one word.');
+        $prompt = Prompt::user('What is the capital of France? Answer in one word.');
         $r = self::model()->chat($prompt, maxTokens: 24, options: ['logprobs' => true, 'fast_forward' => false]);
         $this->assertSame('eos', $r->finishReason(), 'the whole reply is scored');
         $sum = array_sum(array_column($r->logprobs(), 'logprob'));
@@ -331,7 +363,7 @@ final class SamplingTest extends InferTestCase
         $labels = ['positive', 'negative', 'neutral'];
         $schema = ['type' => 'object', 'properties' => ['sentiment' => ['enum' => $labels]], 'required' => ['sentiment']];
         foreach (['I loved this film, it was wonderful.' => 'positive', 'The food was cold and the waiter was rude.' => 'negative'] as $text => $want) {
-            $prompt = \Displace\Infer\Prompt::user("Classify the sentiment of: \"$text\"");
+            $prompt = Prompt::user("Classify the sentiment of: \"$text\"");
             $scores = self::model()->score($prompt, array_map(fn ($l) => sprintf("{\"sentiment\": \"%s\"}", $l), $labels));
             $max = max($scores);
             $p = array_map(fn ($s) => exp($s - $max), $scores);
@@ -346,7 +378,7 @@ final class SamplingTest extends InferTestCase
     /** score()'s errors: no answers, an empty one, an option it has no use for, a connected model. */
     public function testScoreErrors(): void
     {
-        $prompt = \Displace\Infer\Prompt::user('Hi');
+        $prompt = Prompt::user('Hi');
         $this->assertThrows(InferenceException::class, 'answers must not be empty', fn () => self::model()->score($prompt, []));
         $this->assertThrows(InferenceException::class, 'answers[1]: text is empty', fn () => self::model()->score($prompt, ['Hello', '']));
         $this->assertThrows(InferenceException::class, 'answers must be a list', fn () => self::model()->score($prompt, ['a' => 'Hello']));
@@ -372,7 +404,7 @@ final class SamplingTest extends InferTestCase
     /** chatMany(): each response has its own tokens' log-probabilities, as chat() gives them. */
     public function testChatManyReportsLogprobsPerPrompt(): void
     {
-        $prompts = [\Displace\Infer\Prompt::user('Name a fruit.'), \Displace\Infer\Prompt::user('Name a colour.')];
+        $prompts = [Prompt::user('Name a fruit.'), Prompt::user('Name a colour.')];
         $options = ['logprobs' => true, 'top_logprobs' => 3];
         $many = self::model()->chatMany($prompts, maxTokens: 8, options: $options);
         foreach ($prompts as $i => $prompt) {
@@ -389,7 +421,7 @@ final class SamplingTest extends InferTestCase
     public function testForcedTokensReportProbabilityOne(): void
     {
         $schema = ['type' => 'object', 'properties' => ['name' => ['type' => 'string']], 'required' => ['name']];
-        $r = self::model()->chat(\Displace\Infer\Prompt::user('Invent a name.'), maxTokens: 16,
+        $r = self::model()->chat(Prompt::user('Invent a name.'), maxTokens: 16,
             options: ['schema' => $schema, 'logprobs' => true, 'top_logprobs' => 2]);
         $forced = array_values(array_filter($r->logprobs(), fn ($e) => $e['forced']));
         $this->assertNotEmpty($forced);
@@ -397,7 +429,7 @@ final class SamplingTest extends InferTestCase
             $this->assertSame(0.0, $e['logprob']);
             $this->assertSame([$e['id']], array_column($e['top_logprobs'], 'id'));
         }
-        $off = self::model()->chat(\Displace\Infer\Prompt::user('Invent a name.'), maxTokens: 16,
+        $off = self::model()->chat(Prompt::user('Invent a name.'), maxTokens: 16,
             options: ['schema' => $schema, 'logprobs' => true, 'fast_forward' => false]);
         $this->assertSame([], array_filter($off->logprobs(), fn ($e) => $e['forced']));
     }

@@ -63,7 +63,9 @@ pub struct Generation {
 /// its place (OpenAI's `logprobs.content[i]`, with llama-server's `id`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TokenLogprob {
-    pub id: i32,
+    /// The token's id; `None` from a server whose API names tokens by
+    /// their text only (vLLM's and SGLang's OpenAI API).
+    pub id: Option<i32>,
     /// The token's text as bytes (control tokens rendered).
     pub bytes: Vec<u8>,
     /// Natural log of its probability; 0.0 for a token the constraint
@@ -82,7 +84,7 @@ pub struct TokenLogprob {
 /// One of the most likely tokens at a place.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopLogprob {
-    pub id: i32,
+    pub id: Option<i32>,
     pub bytes: Vec<u8>,
     pub logprob: f64,
 }

@@ -8,7 +8,8 @@ use ext_php_rs::types::ZendHashTable;
 
 use crate::backend::generation::TokenLogprob;
 
-/// A list with one array per token: `id`, `token` (its text, cut to valid
+/// A list with one array per token: `id` (null from a server whose API names
+/// tokens by their text only), `token` (its text, cut to valid
 /// UTF-8 as llama-server cuts it), `bytes` (the whole text, byte by byte),
 /// `logprob`, `forced`, and `top_logprobs`: the most likely tokens there,
 /// each with `id`, `token`, `bytes` and `logprob`.
@@ -27,9 +28,9 @@ pub fn to_php(entries: &[TokenLogprob]) -> PhpResult<ZBox<ZendHashTable>> {
     Ok(list)
 }
 
-fn token(id: i32, bytes: &[u8], logprob: f64) -> PhpResult<ZBox<ZendHashTable>> {
+fn token(id: Option<i32>, bytes: &[u8], logprob: f64) -> PhpResult<ZBox<ZendHashTable>> {
     let mut item = ZendHashTable::new();
-    item.insert("id", i64::from(id))?;
+    item.insert("id", id.map(i64::from))?;
     item.insert("token", valid_prefix(bytes))?;
     item.insert(
         "bytes",

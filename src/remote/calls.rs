@@ -76,15 +76,13 @@ const OPENAI_LACKS: &[&str] = &[
     "dry_",
     "mirostat",
     "post_sampling_probs",
-    "logprobs",
-    "top_logprobs",
     "lora",
     "ignore_eos",
     "samplers",
     "adaptive_",
 ];
 
-const OPENAI_LACKS_WHY: &str = "is a llama-server parameter that this extension does not send to vLLM or SGLang (it sends them temperature, top_k, top_p, min_p, seed, the three penalties and logit_bias by token id)";
+const OPENAI_LACKS_WHY: &str = "is a llama-server parameter that this extension does not send to vLLM or SGLang (it sends them temperature, top_k, top_p, min_p, seed, the three penalties, logit_bias by token id, logprobs and top_logprobs)";
 
 impl Backend for Remote {
     /// A server generates; it has no call that reads a given reply's

@@ -324,14 +324,18 @@ fn probabilities(json: &Json) -> Result<Vec<TokenLogprob>, String> {
                 .map(|alts| {
                     alts.iter()
                         .map(|alt| {
-                            one(alt).map(|(id, bytes, logprob)| TopLogprob { id, bytes, logprob })
+                            one(alt).map(|(id, bytes, logprob)| TopLogprob {
+                                id: Some(id),
+                                bytes,
+                                logprob,
+                            })
                         })
                         .collect::<Option<Vec<_>>>()
                 })
                 .unwrap_or(Some(Vec::new()))
                 .ok_or_else(bad)?;
             Ok(TokenLogprob {
-                id,
+                id: Some(id),
                 bytes,
                 logprob,
                 forced: false,

@@ -669,7 +669,7 @@ impl Remote {
             params.stop_check,
             0,
             parts,
-            None,
+            params.logprobs.map(|l| l.top),
         ))
     }
 

@@ -14,6 +14,7 @@ use super::dialect;
 use super::llama_server::floats;
 use super::EngineKind;
 use crate::backend::error::{InferenceError, InferenceResult};
+use crate::backend::generation::{TokenLogprob, TopLogprob};
 use crate::backend::params::{Constraint, GenerateParams};
 use crate::backend::sampling::BiasTarget;
 use crate::backend::FinishReason;
@@ -177,6 +178,11 @@ pub fn chat_request(
         .map(|m| Ok(json!({"role": m.role.as_str(), "content": content(m)?})))
         .collect::<InferenceResult<Vec<Json>>>()?;
     body.insert("messages".into(), Json::Array(messages));
+    if let Some(logprobs) = params.logprobs {
+        // OpenAI's chat API: a switch, and how many of the most likely.
+        body.insert("logprobs".into(), json!(true));
+        body.insert("top_logprobs".into(), json!(logprobs.top));
+    }
     if !params.template_vars.is_empty() {
         body.insert(
             "chat_template_kwargs".into(),
@@ -218,6 +224,11 @@ pub fn completion_request(
 ) -> InferenceResult<Json> {
     let mut body = sampling(engine, model, params)?;
     body.insert("prompt".into(), json!(prompt));
+    if let Some(logprobs) = params.logprobs {
+        // The completions API: how many of the most likely; the chosen
+        // token's own comes with any number, 0 included.
+        body.insert("logprobs".into(), json!(logprobs.top));
+    }
     if !add_bos {
         match engine {
             EngineKind::Vllm => {
@@ -286,6 +297,8 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Chunk {
     pub text: String,
+    /// The log-probabilities of the chunk's tokens, when they were asked.
+    pub logprobs: Vec<TokenLogprob>,
     pub ending: Option<Ending>,
     pub usage: Option<Usage>,
     pub error: Option<String>,
@@ -321,6 +334,9 @@ pub fn chunk(data: &str, chat: bool) -> Result<Chunk, String> {
         if let Some(text) = text.and_then(Json::as_str) {
             out.text = text.to_owned();
         }
+        if let Some(logprobs) = choice.get("logprobs").filter(|l| !l.is_null()) {
+            out.logprobs = chunk_logprobs(logprobs)?;
+        }
         if let Some(reason) = choice.get("finish_reason").and_then(Json::as_str) {
             let matched = choice
                 .get("stop_reason")
@@ -348,6 +364,124 @@ pub fn chunk(data: &str, chat: bool) -> Result<Chunk, String> {
         });
     }
     Ok(out)
+}
+
+/// The log-probabilities of a chunk's tokens, in either of OpenAI's shapes:
+/// the chat API's `content` list (each token's `token`, `bytes`, `logprob`
+/// and `top_logprobs`; vLLM and SGLang on `/v1/chat/completions`,
+/// llama-server on both endpoints, with its `id`s), or the completions
+/// API's older lists (`tokens`, `token_logprobs`, and `top_logprobs` as
+/// maps of a token's text to its log-probability; vLLM and SGLang on
+/// `/v1/completions`). Neither names tokens by id (llama-server aside), and
+/// a missing `bytes` is the text's UTF-8. The most likely come first,
+/// whatever order the server listed them in (vLLM puts the chosen token
+/// first).
+fn chunk_logprobs(logprobs: &Json) -> Result<Vec<TokenLogprob>, String> {
+    let bad = |what: &str| format!("log-probabilities with {what}");
+    let by_likelihood = |mut top: Vec<TopLogprob>| {
+        top.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
+        top
+    };
+    if let Some(content) = logprobs.get("content") {
+        let Some(items) = content.as_array() else {
+            return Ok(Vec::new());
+        };
+        let one = |item: &Json| -> Result<(Option<i32>, Vec<u8>, f64), String> {
+            let text = item
+                .get("token")
+                .and_then(Json::as_str)
+                .ok_or_else(|| bad("a token that is not a string"))?;
+            let bytes = match item.get("bytes").filter(|b| !b.is_null()) {
+                Some(list) => list
+                    .as_array()
+                    .and_then(|l| {
+                        l.iter()
+                            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                            .collect::<Option<Vec<u8>>>()
+                    })
+                    .ok_or_else(|| bad("bytes that are not a list of bytes"))?,
+                None => text.as_bytes().to_vec(),
+            };
+            let logprob = item
+                .get("logprob")
+                .and_then(Json::as_f64)
+                .ok_or_else(|| bad("a token without a numeric logprob"))?;
+            let id = item
+                .get("id")
+                .and_then(Json::as_i64)
+                .and_then(|id| i32::try_from(id).ok());
+            Ok((id, bytes, logprob))
+        };
+        return items
+            .iter()
+            .map(|item| {
+                let (id, bytes, logprob) = one(item)?;
+                let top = match item.get("top_logprobs").and_then(Json::as_array) {
+                    Some(alts) => alts
+                        .iter()
+                        .map(|alt| {
+                            one(alt).map(|(id, bytes, logprob)| TopLogprob { id, bytes, logprob })
+                        })
+                        .collect::<Result<Vec<_>, String>>()?,
+                    None => Vec::new(),
+                };
+                Ok(TokenLogprob {
+                    id,
+                    bytes,
+                    logprob,
+                    forced: false,
+                    top: by_likelihood(top),
+                    text_end: 0,
+                })
+            })
+            .collect();
+    }
+    let tokens = logprobs
+        .get("tokens")
+        .and_then(Json::as_array)
+        .ok_or_else(|| bad("neither \"content\" nor \"tokens\""))?;
+    let values = logprobs
+        .get("token_logprobs")
+        .and_then(Json::as_array)
+        .filter(|v| v.len() == tokens.len())
+        .ok_or_else(|| bad("token_logprobs that do not match its tokens"))?;
+    let tops = logprobs.get("top_logprobs").and_then(Json::as_array);
+    tokens
+        .iter()
+        .zip(values)
+        .enumerate()
+        .map(|(i, (token, value))| {
+            let text = token
+                .as_str()
+                .ok_or_else(|| bad("a token that is not a string"))?;
+            let logprob = value
+                .as_f64()
+                .ok_or_else(|| bad("a token without a numeric logprob"))?;
+            let top = match tops.and_then(|t| t.get(i)).and_then(Json::as_object) {
+                Some(map) => map
+                    .iter()
+                    .map(|(text, logprob)| {
+                        Ok(TopLogprob {
+                            id: None,
+                            bytes: text.as_bytes().to_vec(),
+                            logprob: logprob
+                                .as_f64()
+                                .ok_or_else(|| bad("a top token without a numeric logprob"))?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, String>>()?,
+                None => Vec::new(),
+            };
+            Ok(TokenLogprob {
+                id: None,
+                bytes: text.as_bytes().to_vec(),
+                logprob,
+                forced: false,
+                top: by_likelihood(top),
+                text_end: 0,
+            })
+        })
+        .collect()
 }
 
 /// Why an ending is not a finish reason.

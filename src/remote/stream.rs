@@ -274,6 +274,7 @@ impl RemoteStream {
                     self.text.push_str(&chunk.text);
                     self.generated += 1;
                 }
+                self.took(chunk.logprobs);
                 if chunk.ending.is_some() {
                     self.ending = chunk.ending;
                 }

@@ -469,8 +469,8 @@ fn the_model_is_chosen_by_name_or_must_be_the_only_one() {
 
 /// vLLM and SGLang get the samplers their OpenAI API has, under its names
 /// (a ban as -100, the bias of a token id); the llama-server-only options,
-/// a text bias, log-probabilities and `cache_prompt` are refused before any
-/// request, by name.
+/// a text bias, post-sampling probabilities and `cache_prompt` are refused
+/// before any request, by name.
 #[test]
 fn openai_servers_get_their_samplers_and_refuse_the_rest_by_name() {
     use crate::backend::sampling::{BiasTarget, LogitBias, Sampling};
@@ -511,8 +511,6 @@ fn openai_servers_get_their_samplers_and_refuse_the_rest_by_name() {
         "dry_sequence_breakers",
         "mirostat",
         "mirostat_tau",
-        "logprobs",
-        "top_logprobs",
         "post_sampling_probs",
         "cache_prompt",
         "lora",
@@ -525,6 +523,8 @@ fn openai_servers_get_their_samplers_and_refuse_the_rest_by_name() {
     }
     for key in [
         "top_k",
+        "logprobs",
+        "top_logprobs",
         "presence_penalty",
         "frequency_penalty",
         "logit_bias",
@@ -584,4 +584,109 @@ fn a_calls_lora_choice_lists_every_server_adapter() {
     );
     let none = llama_server::lora_field(&[], &[("other".into(), 1.0)]);
     assert!(none.is_err_and(|e| e.contains("started with none")));
+}
+
+/// Log-probabilities from vLLM: asked for in each API's own terms, and read
+/// from the chat API's `content` list and the completions API's older
+/// lists, the most likely first (vLLM lists the chosen token first, and
+/// the completions API up to one more than asked); tokens carry no id.
+#[test]
+fn vllm_log_probabilities_are_asked_for_and_read_in_both_shapes() {
+    use crate::backend::params::LogprobParams;
+    let server = Canned::start(vec![
+        ("/v1/models", (200, JSON, fixture!("vllm-models.json"))),
+        (
+            "/v1/chat/completions",
+            (200, EVENTS, fixture!("vllm-chat-logprobs-stream.txt")),
+        ),
+        (
+            "/v1/completions",
+            (200, EVENTS, fixture!("vllm-completion-logprobs-stream.txt")),
+        ),
+    ]);
+    let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
+    let params = GenerateParams {
+        logprobs: Some(LogprobParams {
+            top: 2,
+            after_sampling: false,
+        }),
+        ..person()
+    };
+    let chat = remote.chat(&messages(), &params).unwrap();
+    let body = server.body("/v1/chat/completions");
+    assert_eq!(
+        (body["logprobs"].clone(), body["top_logprobs"].clone()),
+        (json!(true), json!(2))
+    );
+    assert_eq!(chat.text, "Yes é");
+    let listed = |g: &crate::backend::Generation| {
+        g.logprobs
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let top: Vec<(String, f64)> = e
+                    .top
+                    .iter()
+                    .map(|t| (String::from_utf8(t.bytes.clone()).unwrap(), t.logprob))
+                    .collect();
+                (
+                    e.id,
+                    String::from_utf8(e.bytes.clone()).unwrap(),
+                    e.logprob,
+                    e.text_end,
+                    top,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        listed(&chat),
+        vec![
+            (
+                None,
+                "Yes".to_owned(),
+                -0.105360515,
+                3,
+                vec![
+                    ("Yes".to_owned(), -0.105360515),
+                    ("No".to_owned(), -2.302585)
+                ]
+            ),
+            (
+                None,
+                " é".to_owned(),
+                -1.609438,
+                6,
+                vec![(".".to_owned(), -0.356675), (" é".to_owned(), -1.609438)]
+            ),
+        ]
+    );
+    let raw = remote.raw("Once", true, &params).unwrap();
+    assert_eq!(server.body("/v1/completions")["logprobs"], json!(2));
+    assert_eq!(
+        listed(&raw),
+        vec![
+            (
+                None,
+                " upon".to_owned(),
+                -0.02,
+                5,
+                vec![(" upon".to_owned(), -0.02), (" a".to_owned(), -4.1)]
+            ),
+            (
+                None,
+                " a".to_owned(),
+                -3.5,
+                7,
+                vec![(" the".to_owned(), -0.05), (" a".to_owned(), -3.5)]
+            ),
+        ]
+    );
+    let without = remote.chat(&messages(), &person()).unwrap();
+    assert_eq!(without.logprobs, None);
+    assert!(server
+        .body("/v1/chat/completions")
+        .get("logprobs")
+        .is_none());
 }

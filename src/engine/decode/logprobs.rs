@@ -48,14 +48,14 @@ impl Recorder {
             before_sampling(logits, chosen, n)
         };
         self.sampled = Some(TokenLogprob {
-            id: chosen.0,
+            id: Some(chosen.0),
             bytes: piece(model, chosen),
             logprob,
             forced: false,
             top: top
                 .into_iter()
                 .map(|(id, logprob)| TopLogprob {
-                    id,
+                    id: Some(id),
                     bytes: piece(model, LlamaToken(id)),
                     logprob,
                 })
@@ -69,19 +69,19 @@ impl Recorder {
     /// sampled) probability 1.
     pub fn taken(&mut self, model: &LlamaModel, token: LlamaToken, text_end: usize) {
         let mut entry = match self.sampled.take() {
-            Some(entry) if entry.id == token.0 => entry,
+            Some(entry) if entry.id == Some(token.0) => entry,
             _ => {
                 let bytes = piece(model, token);
                 let top = match self.settings.top {
                     0 => Vec::new(),
                     _ => vec![TopLogprob {
-                        id: token.0,
+                        id: Some(token.0),
                         bytes: bytes.clone(),
                         logprob: 0.0,
                     }],
                 };
                 TokenLogprob {
-                    id: token.0,
+                    id: Some(token.0),
                     bytes,
                     logprob: 0.0,
                     forced: true,
