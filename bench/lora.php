@@ -10,7 +10,9 @@
 //    again on the next evaluation) against a call under the same set, both
 //    evaluating the whole prompt (cache_prompt off, so the only difference
 //    is the switch); and against loading the model with the adapter again
-//    (what switching would cost without per-call adapters). With
+//    (what switching would cost without per-call adapters); and on a model
+//    loaded with 'lora_contexts' => 2, which keeps a context per set, so
+//    that a call under the other set switches nothing. With
 //    LLAMA_SERVER, the same pair of requests to llama-server started with
 //    `--lora` (per-request `lora` scales 0 and 1): the baseline, whose slots
 //    share one context and so pay the same when the set changes.
@@ -60,25 +62,38 @@ foreach (array_keys($runs) as $name) {
 }
 
 // 2. Switching: the same short call, under the set of the call before or
-// under the other one.
+// under the other one; on the model with one context (the default) and on
+// one that keeps a context per set ('lora_contexts' => 2).
 $short = 'Name a fruit.';
-$call = static function (array $set) use ($adapted, $short): float {
-    $t = hrtime(true);
-    $adapted->raw($short, maxTokens: 1, options: ['lora' => $set, 'cache_prompt' => false]);
-    return (hrtime(true) - $t) / 1e6;
-};
 $sets = [[], ['a' => 1.0]];
-$same = $switch = $reload = [];
-for ($round = 0; $round <= $rounds * 3; $round++) {
-    $set = $sets[$round % 2];
-    $call($set);                       // the context now applies $set
-    $s = $call($set);                  // same set
-    $w = $call($sets[1 - $round % 2]); // another set: a switch
-    if ($round > 0) {
-        $same[] = $s;
-        $switch[] = $w;
+$switching = static function (Model $model) use ($short, $sets, $rounds): array {
+    $call = static function (array $set) use ($model, $short): float {
+        $t = hrtime(true);
+        $model->raw($short, maxTokens: 1, options: ['lora' => $set, 'cache_prompt' => false]);
+        return (hrtime(true) - $t) / 1e6;
+    };
+    $same = $switch = [];
+    for ($round = 0; $round <= $rounds * 3; $round++) {
+        $set = $sets[$round % 2];
+        $call($set);                       // the context now applies $set
+        $s = $call($set);                  // same set
+        $w = $call($sets[1 - $round % 2]); // another set: a switch
+        if ($round > 0) {
+            $same[] = $s;
+            $switch[] = $w;
+        }
+    }
+    return [median($same), median($switch)];
+};
+$per_set = Model::load($model_path, $load + $with + ['lora_contexts' => 2]);
+$results = [];
+for ($pass = 0; $pass < 2; $pass++) {
+    // Interleaved in two passes, so that both see the machine as it is.
+    foreach (['one context (default)' => $adapted, "a context per set ('lora_contexts' => 2)" => $per_set] as $name => $model) {
+        $results[$name][] = $switching($model);
     }
 }
+$reload = [];
 for ($round = 0; $round <= $rounds; $round++) {
     $t = hrtime(true);
     $m = Model::load($model_path, $load + $with);
@@ -89,14 +104,15 @@ for ($round = 0; $round <= $rounds; $round++) {
         $reload[] = $ms;
     }
 }
-$s = median($same);
-$w = median($switch);
 printf("\n## Switching adapters between calls of one model (a %d-token prompt, 1 token, whole prompt evaluated each call)\n\n",
     $adapted->countTokens($short) + 1);
-echo "| call | ms (median) |\n|---|--:|\n";
-printf("| under the set of the call before | %.2f |\n", $s);
-printf("| under another set (a switch) | %.2f |\n", $w);
-printf("| **switch cost** (the difference) | **%.2f** |\n", $w - $s);
+echo "| model | under the set of the call before (ms) | under another set (ms) | **switch cost** (the difference, ms) |\n|---|--:|--:|--:|\n";
+foreach ($results as $name => $passes) {
+    $s = median(array_column($passes, 0));
+    $w = median(array_column($passes, 1));
+    printf("| %s | %.2f | %.2f | **%.2f** |\n", $name, $s, $w, $w - $s);
+}
+echo "\n| | ms (median) |\n|---|--:|\n";
 printf("| loading the model with the adapter again, then the call | %.2f |\n", median($reload));
 
 if ($server_binary !== null) {

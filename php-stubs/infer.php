@@ -50,7 +50,7 @@ final class Model
      * Load a GGUF model.
      *
      * @param string $path path of a .gguf file; it must be within open_basedir when that is set
-     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank', shared?: bool, mmproj?: string, lora?: list<array<string, string|float>>} $options
+     * @param array{n_gpu_layers?: int, main_gpu?: int, use_mmap?: bool, use_mlock?: bool, n_threads?: int, persistent?: bool, embedding?: bool, pooling?: 'none'|'mean'|'cls'|'last'|'rank', shared?: bool, mmproj?: string, lora?: list<array<string, string|float>>, lora_contexts?: int} $options
      *        n_gpu_layers: layers to offload to a GPU (int >= 0, default 0). Above 0 on a build without a GPU
      *        backend (the default CPU build), or where no GPU device is found, it throws ModelLoadException naming
      *        the compiled backends: never a silent run on the CPU. info() shows what was offloaded;
@@ -76,6 +76,10 @@ final class Model
      *        them with its option lora (['name' => scale], [] for none; default: the load-time scales). The
      *        paths obey open_basedir; an adapter that is not one, or that does not fit the model, throws
      *        naming it (docs/sampling.md, "LoRA adapters").
+     *        lora_contexts: how many adapter sets keep a context (and a KV cache) of their own between calls
+     *        (1 to 64, default 1: one context, switched to each call's set, which empties it and rebuilds its
+     *        graph). With one per set, calls that alternate between sets switch nothing and find their
+     *        prompt still cached, for the memory of one more KV cache per set. Needs lora.
      *        shared: use the llama-server that every PHP process of this installation shares (default false):
      *        php.ini infer.server_model names the one GGUF it serves, and $path must be that file; the first
      *        process that needs it starts it (infer.server_slots, infer.server_threads, infer.server_ctx,

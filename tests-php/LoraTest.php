@@ -203,6 +203,50 @@ final class LoraTest extends InferTestCase
     }
 
     /**
+     * With 'lora_contexts' => 2, calls that alternate between two adapter sets each keep a context of their own:
+     * a call finds its prompt still in its set's cache after a call under the other set (no context was switched,
+     * so nothing was emptied or reserved again), and every reply equals a fresh model's. The prompt is shorter than
+     * the prompt cache's 32 tokens, so nothing else could have kept it: with the default (one context, switched to
+     * each call's set) the same alternation evaluates the whole prompt every time. chatMany() keeps one context per
+     * set the same way, and its replies are a fresh model's too.
+     */
+    public function testAContextPerAdapterSetKeepsEachSetsPromptAcrossSwitches(): void
+    {
+        $prompt = Prompt::system('Be brief.')->withUser('Name a fruit.');
+        $adapters = ['lora' => [['path' => self::loraPath(), 'name' => self::NAME]]];
+        $fresh = [];
+        foreach (['base' => [], 'adapter' => [self::NAME => 1.0]] as $set => $choice) {
+            $fresh[$set] = Model::load(self::modelPath(), $adapters)->chat($prompt, maxTokens: 8, options: ['lora' => $choice])->text();
+        }
+        $this->assertNotSame($fresh['base'], $fresh['adapter'], 'the adapter changes the reply');
+        $calls = ['base', 'adapter', 'base', 'adapter', 'base'];
+        $choices = ['base' => [], 'adapter' => [self::NAME => 1.0]];
+        foreach ([1 => 'one context', 2 => 'a context per set'] as $contexts => $case) {
+            $model = Model::load(self::modelPath(), $adapters + ['lora_contexts' => $contexts]);
+            $cached = [];
+            foreach ($calls as $i => $set) {
+                $r = $model->chat($prompt, maxTokens: 8, options: ['lora' => $choices[$set]]);
+                $this->assertSame($fresh[$set], $r->text(), "$case, call $i ($set)");
+                $cached[] = $r->cachedTokens();
+                $promptTokens = $r->promptTokens();
+            }
+            $this->assertLessThan(32, $promptTokens, 'the prompt cache would not keep it');
+            $expected = $contexts === 1 ? [0, 0, 0, 0, 0] : [0, 0, $promptTokens, $promptTokens, $promptTokens];
+            $this->assertSame($expected, $cached, $case);
+        }
+        $model = Model::load(self::modelPath(), $adapters + ['lora_contexts' => 2]);
+        $prompts = [Prompt::user('Name a fruit.'), Prompt::user('Name a colour.')];
+        $freshMany = [];
+        foreach ($choices as $set => $choice) {
+            $freshMany[$set] = array_map(fn ($r) => $r->text(), Model::load(self::modelPath(), $adapters)->chatMany($prompts, maxTokens: 8, options: ['lora' => $choice]));
+        }
+        foreach ($calls as $i => $set) {
+            $got = array_map(fn ($r) => $r->text(), $model->chatMany($prompts, maxTokens: 8, options: ['lora' => $choices[$set]]));
+            $this->assertSame($freshMany[$set], $got, "chatMany, call $i ($set)");
+        }
+    }
+
+    /**
      * A scale so large that the model's numbers overflow is an error, not text: llama-server, asked the same,
      * reports no number (null) for the token's log-probability and writes whatever its samplers make of NaN.
      */
@@ -437,6 +481,10 @@ final class LoraTest extends InferTestCase
             'missing file' => [['lora' => [['path' => '/nonexistent/a.gguf']]], "the LoRA adapter 'a' (/nonexistent/a.gguf) cannot be used with this model: no such file"],
             'a directory' => [['lora' => [['path' => '/tmp']]], "the LoRA adapter 'tmp' (/tmp) cannot be used with this model: it is a directory, not a GGUF file"],
             'with shared' => [['shared' => true, 'lora' => [['path' => $lora]]], 'option "lora" applies to a model loaded in this process; a shared model is served with the server\'s settings (php.ini infer.server_*)'],
+            'lora_contexts 0' => [['lora' => [['path' => $lora]], 'lora_contexts' => 0], 'option "lora_contexts" must be an int from 1 to 64, got int 0'],
+            'lora_contexts too many' => [['lora' => [['path' => $lora]], 'lora_contexts' => 65], 'option "lora_contexts" must be an int from 1 to 64, got int 65'],
+            'lora_contexts not an int' => [['lora' => [['path' => $lora]], 'lora_contexts' => '2'], 'option "lora_contexts" must be an int from 1 to 64, got string'],
+            'lora_contexts without adapters' => [['lora_contexts' => 2], 'option "lora_contexts" applies to a model loaded with LoRA adapters: add \'lora\' => [[\'path\' => …]]'],
         ];
     }
 

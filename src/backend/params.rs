@@ -34,6 +34,9 @@ pub struct LoadParams {
     /// LoRA adapters loaded with the model, each applied at its scale to
     /// the calls that do not choose their own ([`GenerateParams::lora`]).
     pub lora: Vec<LoraSpec>,
+    /// How many adapter sets keep a context (a KV cache) of their own
+    /// between calls; 1: one context, switched to each call's set.
+    pub lora_contexts: u32,
 }
 
 /// A LoRA adapter to load with a model: its file, the name calls choose
@@ -66,6 +69,10 @@ impl LoraSpec {
         f32::from_bits(self.scale_bits)
     }
 }
+
+/// Most contexts a model keeps under different adapter sets
+/// (`lora_contexts`): each holds a KV cache of its own.
+pub const MAX_LORA_CONTEXTS: u32 = 64;
 
 /// Whether an adapter may be applied at `scale`.
 pub fn lora_scale_ok(scale: f32) -> bool {
@@ -161,6 +168,7 @@ impl Default for LoadParams {
             pooling: None,
             mmproj: None,
             lora: Vec::new(),
+            lora_contexts: 1,
         }
     }
 }

@@ -13,7 +13,9 @@ use super::errors::{CallError, LoadCallError};
 use super::problem::Problem;
 use super::sampling_options;
 use super::schema_arg::schema_grammar;
-use crate::backend::params::{seed_from, Constraint, LookupParams, Pooling, MAX_THREADS};
+use crate::backend::params::{
+    seed_from, Constraint, LookupParams, Pooling, MAX_LORA_CONTEXTS, MAX_THREADS,
+};
 use crate::chat::tools::{ToolChoice, Tools};
 use crate::engine::decode::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
 use crate::engine::rerank::RerankParams;
@@ -35,6 +37,7 @@ pub const LOAD_KEYS: &[&str] = &[
     "shared",
     "mmproj",
     "lora",
+    "lora_contexts",
 ];
 
 /// The keys `chatMany()` and `rawMany()` accept: those of `chat()` and
@@ -123,6 +126,18 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
                 params.mmproj = Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(path)));
             }
             "lora" => params.lora = super::lora_options::load_adapters(&key, value)?,
+            "lora_contexts" => {
+                params.lora_contexts = convert::int(value)
+                    .filter(|n| (1..=i64::from(MAX_LORA_CONTEXTS)).contains(n))
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| {
+                        Problem::wrong(
+                            &key,
+                            &format!("an int from 1 to {MAX_LORA_CONTEXTS}"),
+                            value,
+                        )
+                    })?;
+            }
             _ => weights_option(&mut params, &key, value, LOAD_KEYS)?,
         }
     }
@@ -130,6 +145,13 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
         return Err(Problem::new(
             "pooling",
             "applies to embeddings only: add 'embedding' => true",
+        )
+        .into());
+    }
+    if params.lora_contexts > 1 && params.lora.is_empty() {
+        return Err(Problem::new(
+            "lora_contexts",
+            "applies to a model loaded with LoRA adapters: add 'lora' => [['path' => …]]",
         )
         .into());
     }

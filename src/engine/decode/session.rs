@@ -114,6 +114,11 @@ impl Session {
         }
     }
 
+    /// The label of the LoRA adapter set the session evaluates under.
+    pub fn adapters(&self) -> u64 {
+        self.owner.adapters
+    }
+
     /// Evaluate under the LoRA adapters `set` from now on. What the cache
     /// holds was computed under the set before: when that was another, it
     /// is emptied, and the prefixes saved and restored are those of `set`.

@@ -178,6 +178,8 @@ pub struct Context {
     n_seq: u32,
     /// As asked for in `new`, to compare with the shape a later call wants.
     shape: Shape,
+    /// The label of the LoRA adapter set applied (`ActiveSet::id`; 0: none).
+    adapters: u64,
     /// Threads the next evaluation runs (at most the pool's size).
     threads: u32,
     max_threads: u32,
@@ -418,6 +420,7 @@ impl Context {
                 n_ctx,
                 n_seq,
                 shape,
+                adapters: 0,
                 threads: n_threads,
                 max_threads: n_threads,
                 pid: std::process::id(),
@@ -447,6 +450,16 @@ impl Context {
     /// The shape it was created with (its batch as llama.cpp took it).
     pub fn shape(&self) -> Shape {
         self.shape
+    }
+
+    /// The label of the LoRA adapter set the evaluations apply (0: none).
+    pub fn adapters(&self) -> u64 {
+        self.adapters
+    }
+
+    /// Record the set [`Context::set_adapters`] applied.
+    pub(super) fn applied_adapters(&mut self, id: u64) {
+        self.adapters = id;
     }
 
     /// Run the next evaluations on `n` threads of the pool (1 to its size).

@@ -276,6 +276,7 @@ impl Context {
                 detail: format!("could not be applied (llama.cpp returned {code})"),
             });
         }
+        self.applied_adapters(set.id);
         Ok(())
     }
 }

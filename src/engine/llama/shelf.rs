@@ -6,7 +6,9 @@
 //! threads (thread-safe PHP, a Rust host) each get their own item: the one
 //! on the shelf that suits it best, or a new one when the shelf has none.
 //! So the shelf never holds more items than calls ran at once, and a
-//! process that makes one call at a time keeps exactly one, as before.
+//! process that makes one call at a time keeps exactly one, as before;
+//! unless the caller keeps items for other calls ([`Fit::Pass`]: a context
+//! per LoRA adapter set), up to a bound of its own.
 //!
 //! The lock is held only inside these methods, which run no caller code
 //! except the `score` of [`Shelf::take`]; a panic there leaves the items
@@ -31,6 +33,10 @@ impl<T> Default for Shelf<T> {
 /// How well an item on the shelf suits a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Fit {
+    /// Usable, but kept for the calls it suits better (a context under
+    /// other LoRA adapters, while the model may keep one per set): neither
+    /// lent nor dropped; the call makes its own item.
+    Pass,
     /// Unusable for this call (another shape): dropped when the call must
     /// make a new item, so that memory is freed before it is allocated.
     Misfit,
@@ -52,6 +58,7 @@ impl<T: Idle> Shelf<T> {
 
     /// The item that fits best, taken off the shelf; `None` when none fits,
     /// after dropping one misfit (the call is about to allocate its own).
+    /// Items that [`Fit::Pass`] stay.
     pub fn take(&self, score: impl Fn(&T) -> Fit) -> Option<T> {
         let mut items = self.lock();
         let best = items
@@ -61,6 +68,7 @@ impl<T: Idle> Shelf<T> {
             .max()?;
         match best {
             (Fit::Fits(_), i) => Some(items.swap_remove(i)),
+            (Fit::Pass, _) => None,
             (Fit::Misfit, i) => {
                 let misfit = items.swap_remove(i);
                 // Freed outside the lock: dropping a context joins threads.
@@ -152,6 +160,35 @@ mod tests {
         assert_eq!(shelf.inspect(<[_]>::len), 1, "one misfit dropped");
         assert_eq!(shelf.take(by_value(1)), None);
         assert_eq!(shelf.inspect(<[_]>::len), 0);
+    }
+
+    #[test]
+    fn an_item_that_passes_stays_and_is_not_lent() {
+        let shelf = Shelf::default();
+        shelf.put((2, 7));
+        let pass_others = |&(shape, prefix): &(u32, usize)| {
+            if shape == 1 {
+                Fit::Fits(prefix)
+            } else {
+                Fit::Pass
+            }
+        };
+        assert_eq!(shelf.take(pass_others), None);
+        assert_eq!(shelf.inspect(<[_]>::len), 1, "kept, not dropped");
+        // A misfit beside it is still dropped first; an item that fits is
+        // still lent before either.
+        shelf.put((1, 3));
+        assert_eq!(shelf.take(pass_others), Some((1, 3)));
+        shelf.put((3, 0));
+        let misfit_three = |&(shape, _): &(u32, usize)| {
+            if shape == 3 {
+                Fit::Misfit
+            } else {
+                Fit::Pass
+            }
+        };
+        assert_eq!(shelf.take(misfit_three), None);
+        assert_eq!(shelf.inspect(|items| items.to_vec()), vec![(2, 7)]);
     }
 
     #[test]

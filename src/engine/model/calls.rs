@@ -331,7 +331,14 @@ impl Model {
         stop: StopCheck,
         call: impl FnOnce(&mut Context, Option<&Claim>) -> InferenceResult<R>,
     ) -> InferenceResult<R> {
-        let kept = shelf.take(|c| fit_shape(c, shape));
+        let spare = shelf.inspect(<[_]>::len) < self.set_contexts;
+        let kept = shelf.take(|c| {
+            if c.shape() == shape && c.is_usable() {
+                fit_adapters((c.adapters(), adapters.id), 0, spare)
+            } else {
+                Fit::Misfit
+            }
+        });
         let mut ctx = match kept {
             Some(c) => c,
             None => self.new_context(shape)?,
@@ -371,9 +378,14 @@ impl Model {
     fn session_for(&self, prompt: &Input, params: &GenerateParams) -> InferenceResult<Session> {
         let model = &self.model;
         let adapters = self.adapters.resolve(params.lora.as_deref())?;
+        let spare = self.reusable.sessions.kept() < self.set_contexts;
         let kept = self.reusable.sessions.take(|s| {
             if s.n_ctx() == params.n_ctx && s.is_usable() {
-                Fit::Fits(s.shared_with(prompt.tokens(), adapters.id))
+                fit_adapters(
+                    (s.adapters(), adapters.id),
+                    s.shared_with(prompt.tokens(), adapters.id),
+                    spare,
+                )
             } else {
                 Fit::Misfit
             }
@@ -467,11 +479,36 @@ impl Model {
     }
 }
 
-/// How a kept context suits a call that needs `shape`.
-fn fit_shape(ctx: &Context, shape: Shape) -> Fit {
-    if ctx.shape() == shape && ctx.is_usable() {
-        Fit::Fits(0)
+/// How a kept context of the right shape, under the LoRA adapter set
+/// `theirs`, suits a call under `ours`: one under the same set first,
+/// ranked by the `prefix` of the prompt it holds; one under another set
+/// is switched to the call's set (its cache emptied) unless the shelf has
+/// room to `spare` for a context per set (`lora_contexts`): then it is
+/// kept for its own set's calls, and the call makes a context of its own.
+fn fit_adapters((theirs, ours): (u64, u64), prefix: usize, spare: bool) -> Fit {
+    if theirs == ours {
+        Fit::Fits(prefix.saturating_add(1))
+    } else if spare {
+        Fit::Pass
     } else {
-        Fit::Misfit
+        Fit::Fits(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_under_the_calls_adapters_comes_before_one_to_switch() {
+        let same_empty = fit_adapters((7, 7), 0, false);
+        let other = fit_adapters((3, 7), 0, false);
+        assert!(same_empty > other, "{same_empty:?} against {other:?}");
+        assert!(fit_adapters((7, 7), 5, false) > same_empty);
+        // Room for a context per set: another set's context is left alone,
+        // and a misfit (another shape) is still dropped before it.
+        assert_eq!(fit_adapters((3, 7), 0, true), Fit::Pass);
+        assert!(Fit::Misfit > Fit::Pass);
+        assert!(fit_adapters((7, 7), 0, true) > Fit::Misfit);
     }
 }

@@ -86,6 +86,9 @@ pub struct Model {
     projector: Option<Arc<Projector>>,
     /// The LoRA adapters loaded with it, which calls choose among.
     adapters: Adapters,
+    /// How many contexts of each shelf may be kept under different adapter
+    /// sets before a call switches one to its set (`lora_contexts`).
+    set_contexts: usize,
 }
 
 impl Model {
@@ -169,6 +172,7 @@ impl Model {
             control: OnceLock::new(),
             projector,
             adapters,
+            set_contexts: params.lora_contexts as usize,
         };
         // Rank pooling reads a classification head, which only a
         // cross-encoder has; without one llama.cpp would return a number
@@ -197,7 +201,7 @@ impl Model {
     }
 
     /// How many generating contexts the model keeps for its next calls
-    /// (at most as many as calls ran at once).
+    /// (at most as many as calls ran at once, or as `lora_contexts`).
     #[doc(hidden)]
     pub fn kept_sessions(&self) -> usize {
         self.reusable.sessions.kept()
