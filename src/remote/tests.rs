@@ -648,10 +648,7 @@ fn vllm_log_probabilities_are_asked_for_and_read_in_both_shapes() {
                 "Yes".to_owned(),
                 -0.105360515,
                 3,
-                vec![
-                    ("Yes".to_owned(), -0.105360515),
-                    ("No".to_owned(), -2.302585)
-                ]
+                vec![("Yes".to_owned(), -0.105360515), ("No".to_owned(), -2.3125)]
             ),
             (
                 None,
