@@ -68,7 +68,7 @@ final class ModelLoadTest extends InferTestCase
             'n_threads PHP_INT_MAX' => [['n_threads' => PHP_INT_MAX], 'option "n_threads" must be an int between 1 and 512, got int ' . PHP_INT_MAX],
             'n_threads past ggml limit' => [['n_threads' => 513], 'option "n_threads" must be an int between 1 and 512, got int 513'],
             'n_threads above u32' => [['n_threads' => 1 << 32], 'option "n_threads" must be an int between 1 and 512, got int 4294967296'],
-            'unknown key' => [['n_thread' => 2], 'option "n_thread" is not a known option (known: n_gpu_layers, main_gpu, use_mmap, use_mlock, n_threads, persistent, embedding, pooling, shared, mmproj, lora)'],
+            'unknown key' => [['n_thread' => 2], 'option "n_thread" is not a known option (known: n_gpu_layers, main_gpu, use_mmap, use_mlock, n_threads, persistent, embedding, pooling, shared, mmproj, lora, lora_contexts)'],
             'generation key' => [['temperature' => 0.5], 'option "temperature" is not a known option'],
             'integer key' => [[4], 'option "0" is an integer key; options are an array keyed by name'],
         ];
