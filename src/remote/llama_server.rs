@@ -300,12 +300,7 @@ fn probabilities(json: &Json) -> Result<Vec<TokenLogprob>, String> {
     };
     let one = |item: &Json| -> Option<(i32, Vec<u8>, f64)> {
         let id = i32::try_from(item.get("id")?.as_i64()?).ok()?;
-        let bytes = item
-            .get("bytes")?
-            .as_array()?
-            .iter()
-            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
-            .collect::<Option<Vec<u8>>>()?;
+        let bytes = byte_list(item.get("bytes")?)?;
         let logprob = match item.get("logprob") {
             Some(l) => l.as_f64()?,
             None => item.get("prob")?.as_f64()?.ln(),
@@ -334,16 +329,36 @@ fn probabilities(json: &Json) -> Result<Vec<TokenLogprob>, String> {
                 })
                 .unwrap_or(Some(Vec::new()))
                 .ok_or_else(bad)?;
-            Ok(TokenLogprob {
-                id: Some(id),
-                bytes,
-                logprob,
-                forced: false,
-                top,
-                text_end: 0,
-            })
+            Ok(served_token(Some(id), bytes, logprob, top))
         })
         .collect()
+}
+
+/// A token's `bytes` as OpenAI's `logprobs.content` lists them (and
+/// llama-server's `completion_probabilities`): numbers from 0 to 255.
+pub fn byte_list(list: &Json) -> Option<Vec<u8>> {
+    list.as_array()?
+        .iter()
+        .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+        .collect()
+}
+
+/// A token a server generated, with its log-probability and alternatives:
+/// never forced (a server does not say), `text_end` left for the stream.
+pub fn served_token(
+    id: Option<i32>,
+    bytes: Vec<u8>,
+    logprob: f64,
+    top: Vec<TopLogprob>,
+) -> TokenLogprob {
+    TokenLogprob {
+        id,
+        bytes,
+        logprob,
+        forced: false,
+        top,
+        text_end: 0,
+    }
 }
 
 /// The body of an `/embeddings` request: the pooled vectors as the model

@@ -11,7 +11,7 @@
 use serde_json::{json, Map, Value as Json};
 
 use super::dialect;
-use super::llama_server::floats;
+use super::llama_server::{byte_list, floats, served_token};
 use super::EngineKind;
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::generation::{TokenLogprob, TopLogprob};
@@ -392,14 +392,9 @@ fn chunk_logprobs(logprobs: &Json) -> Result<Vec<TokenLogprob>, String> {
                 .and_then(Json::as_str)
                 .ok_or_else(|| bad("a token that is not a string"))?;
             let bytes = match item.get("bytes").filter(|b| !b.is_null()) {
-                Some(list) => list
-                    .as_array()
-                    .and_then(|l| {
-                        l.iter()
-                            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
-                            .collect::<Option<Vec<u8>>>()
-                    })
-                    .ok_or_else(|| bad("bytes that are not a list of bytes"))?,
+                Some(list) => {
+                    byte_list(list).ok_or_else(|| bad("bytes that are not a list of bytes"))?
+                }
                 None => text.as_bytes().to_vec(),
             };
             let logprob = item
@@ -425,14 +420,7 @@ fn chunk_logprobs(logprobs: &Json) -> Result<Vec<TokenLogprob>, String> {
                         .collect::<Result<Vec<_>, String>>()?,
                     None => Vec::new(),
                 };
-                Ok(TokenLogprob {
-                    id,
-                    bytes,
-                    logprob,
-                    forced: false,
-                    top: by_likelihood(top),
-                    text_end: 0,
-                })
+                Ok(served_token(id, bytes, logprob, by_likelihood(top)))
             })
             .collect();
     }
@@ -472,14 +460,12 @@ fn chunk_logprobs(logprobs: &Json) -> Result<Vec<TokenLogprob>, String> {
                     .collect::<Result<Vec<_>, String>>()?,
                 None => Vec::new(),
             };
-            Ok(TokenLogprob {
-                id: None,
-                bytes: text.as_bytes().to_vec(),
+            Ok(served_token(
+                None,
+                text.as_bytes().to_vec(),
                 logprob,
-                forced: false,
-                top: by_likelihood(top),
-                text_end: 0,
-            })
+                by_likelihood(top),
+            ))
         })
         .collect()
 }
