@@ -687,3 +687,68 @@ fn vllm_log_probabilities_are_asked_for_and_read_in_both_shapes() {
         .get("logprobs")
         .is_none());
 }
+
+/// Log-probabilities an OpenAI-style server sends in a shape this reader
+/// cannot take are an error that says what was wrong, not missing numbers.
+#[test]
+fn malformed_log_probabilities_of_an_openai_server_are_errors_that_say_what() {
+    let chat = |logprobs: &str| {
+        format!(r#"{{"choices":[{{"delta":{{"content":"a"}},"logprobs":{logprobs}}}]}}"#)
+    };
+    let completion =
+        |logprobs: &str| format!(r#"{{"choices":[{{"text":"a","logprobs":{logprobs}}}]}}"#);
+    let cases = [
+        (
+            chat(r#"{"content":[{"token":7,"logprob":-1.0}]}"#),
+            true,
+            "a token that is not a string",
+        ),
+        (
+            chat(r#"{"content":[{"token":"a","bytes":[300],"logprob":-1.0}]}"#),
+            true,
+            "bytes that are not a list of bytes",
+        ),
+        (
+            chat(r#"{"content":[{"token":"a","logprob":"low"}]}"#),
+            true,
+            "a token without a numeric logprob",
+        ),
+        (
+            chat(r#"{"content":[{"token":"a","logprob":-1.0,"top_logprobs":[{"token":"b"}]}]}"#),
+            true,
+            "a token without a numeric logprob",
+        ),
+        (
+            completion(r#"{"text_offset":[0]}"#),
+            false,
+            "neither \"content\" nor \"tokens\"",
+        ),
+        (
+            completion(r#"{"tokens":["a"],"token_logprobs":[]}"#),
+            false,
+            "token_logprobs that do not match its tokens",
+        ),
+        (
+            completion(r#"{"tokens":[7],"token_logprobs":[-1.0]}"#),
+            false,
+            "a token that is not a string",
+        ),
+        (
+            completion(r#"{"tokens":["a"],"token_logprobs":[null]}"#),
+            false,
+            "a token without a numeric logprob",
+        ),
+        (
+            completion(r#"{"tokens":["a"],"token_logprobs":[-1.0],"top_logprobs":[{"b":"x"}]}"#),
+            false,
+            "a top token without a numeric logprob",
+        ),
+    ];
+    for (data, is_chat, what) in cases {
+        assert_eq!(
+            openai::chunk(&data, is_chat).map(|c| c.logprobs),
+            Err(format!("log-probabilities with {what}")),
+            "{data}"
+        );
+    }
+}
