@@ -434,6 +434,35 @@ final class SamplingTest extends InferTestCase
         $this->assertSame([], array_filter($off->logprobs(), fn ($e) => $e['forced']));
     }
 
+    /**
+     * A window longer than the context is the context (llama.cpp sizes its
+     * ring buffer by the window: 2147483647 was 8.5 GB for the penalties and
+     * 16 GB for DRY, outside memory_limit, and an abort when the allocation
+     * failed). Run under a 6 GB address-space limit, the huge windows give
+     * the reply of a window of exactly the context.
+     */
+    public function testAWindowLongerThanTheContextIsTheContext(): void
+    {
+        $code = <<<'PHP'
+            use Displace\Infer\{Model, Prompt};
+            $model = Model::load($argv[1]);
+            $out = [];
+            foreach ([2147483647, 512] as $n) {
+                foreach (['repeat_last_n' => ['repeat_penalty' => 1.5], 'dry_penalty_last_n' => ['dry_multiplier' => 0.8]] as $key => $on) {
+                    $out["$key $n"] = $model->chat(Prompt::user('Say banana banana banana banana.'), maxTokens: 24, nCtx: 512,
+                        options: $on + [$key => $n])->text();
+                }
+            }
+            echo json_encode($out);
+            PHP;
+        $cmd = ['bash', '-c', 'ulimit -v 6000000 && exec "$@"', 'bash', PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(),
+            '-r', $code, self::modelPath()];
+        $out = json_decode($this->commandOutput($cmd), true, flags: JSON_THROW_ON_ERROR);
+        foreach (['repeat_last_n', 'dry_penalty_last_n'] as $key) {
+            $this->assertSame($out["$key 512"], $out["$key 2147483647"], $key);
+        }
+    }
+
     /** Every bad value is refused with its key and range. */
     public static function badOptions(): array
     {
@@ -447,13 +476,18 @@ final class SamplingTest extends InferTestCase
             'typical_p above 1' => [['typical_p' => 1.5], 'option "typical_p" must be a float between 0.0 and 1.0 (1.0 disables it), got float 1.5'],
             'presence_penalty' => [['presence_penalty' => 3], 'option "presence_penalty" must be a float between -2.0 and 2.0 (0.0 disables it), got int 3'],
             'frequency_penalty NaN' => [['frequency_penalty' => NAN], 'option "frequency_penalty" must be a float between -2.0 and 2.0 (0.0 disables it), got float NAN'],
-            'repeat_last_n negative' => [['repeat_last_n' => -1], 'option "repeat_last_n" must be an int >= 0 (0 disables the penalties), got int -1'],
+            'repeat_last_n negative' => [['repeat_last_n' => -1], 'option "repeat_last_n" must be an int >= 0 (0 disables the penalties; a window longer than the context is the context), got int -1'],
+            'dry_penalty_last_n negative' => [['dry_penalty_last_n' => -1], 'option "dry_penalty_last_n" must be an int >= 0 (0 disables DRY; a window longer than the context is the context), got int -1'],
+            'samplers: a stage twice' => [['samplers' => ['top_k', 'dry', 'temperature', 'DRY']], 'option "samplers" names the sampler \'dry\' twice: each stage of the chain applies once'],
+            'samplers: a letter repeated' => [['samplers' => str_repeat('d', 300)], 'option "samplers" names the sampler \'dry\' twice: each stage of the chain applies once'],
+            'samplers: a NUL letter' => [['samplers' => "k\0"], 'option "samplers" names the sampler \'\\0\', which llama-server does not have'],
+            'dry breakers: too many' => [['dry_sequence_breakers' => array_map(strval(...), range(1, 33))], 'option "dry_sequence_breakers" must be a non-empty list of at most 32 non-empty strings without NUL bytes, got array'],
             'min_keep float' => [['min_keep' => 1.5], 'option "min_keep" must be an int >= 0, got float 1.5'],
             'xtc_threshold' => [['xtc_threshold' => -0.1], 'option "xtc_threshold" must be a float between 0.0 and 1.0 (above 0.5 disables it), got float -0.1'],
             'dry_base below 1' => [['dry_base' => 0.5], 'option "dry_base" must be a float >= 1.0, got float 0.5'],
             'dry_allowed_length' => [['dry_allowed_length' => -2], 'option "dry_allowed_length" must be an int >= 0, got int -2'],
-            'dry breakers empty' => [['dry_sequence_breakers' => []], 'option "dry_sequence_breakers" must be a non-empty list of non-empty strings without NUL bytes, got array'],
-            'dry breakers NUL' => [['dry_sequence_breakers' => ["a\0b"]], 'option "dry_sequence_breakers" must be a non-empty list of non-empty strings without NUL bytes'],
+            'dry breakers empty' => [['dry_sequence_breakers' => []], 'option "dry_sequence_breakers" must be a non-empty list of at most 32 non-empty strings without NUL bytes, got array'],
+            'dry breakers NUL' => [['dry_sequence_breakers' => ["a\0b"]], 'option "dry_sequence_breakers" must be a non-empty list of at most 32 non-empty strings without NUL bytes'],
             'mirostat 3' => [['mirostat' => 3], 'option "mirostat" must be 0, 1 or 2 (0 disables it), got int 3'],
             'mirostat_tau alone' => [['mirostat_tau' => 4.0], 'option "mirostat_tau" applies to mirostat: add \'mirostat\' => 1 or 2, or leave it out'],
             'mirostat_eta range' => [['mirostat' => 2, 'mirostat_eta' => 2.0], 'option "mirostat_eta" must be a float between 0.0 and 1.0, got float 2'],

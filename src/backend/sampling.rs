@@ -443,17 +443,21 @@ pub const INT_RANGES: &[(&str, i64, i64, &str)] = &[
         "repeat_last_n",
         0,
         i32::MAX as i64,
-        "an int >= 0 (0 disables the penalties)",
+        "an int >= 0 (0 disables the penalties; a window longer than the context is the context)",
     ),
     ("dry_allowed_length", 0, i32::MAX as i64, "an int >= 0"),
     (
         "dry_penalty_last_n",
         0,
         i32::MAX as i64,
-        "an int >= 0 (0 disables DRY)",
+        "an int >= 0 (0 disables DRY; a window longer than the context is the context)",
     ),
     ("mirostat", 0, 2, "0, 1 or 2 (0 disables it)"),
 ];
+
+/// The most `dry_sequence_breakers` a call may give (llama-server's default
+/// has 4): llama.cpp scans the vocabulary for each before the first token.
+pub const MAX_DRY_BREAKERS: usize = 32;
 
 /// The largest bias a finite value may have, either way (OpenAI's range;
 /// `false` bans a token).

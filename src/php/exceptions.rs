@@ -77,24 +77,35 @@ fn infer_exception_ce() -> &'static ClassEntry {
     load(&INFER_CE)
 }
 
+/// `message` with each NUL byte written `\0`: PHP cannot take a message
+/// with one, and ext-php-rs then throws a bare `\Error` in its place (a
+/// sampler named "k\0" did), which is not one of this extension's classes.
+fn printable(message: String) -> String {
+    if message.contains('\0') {
+        message.replace('\0', "\\0")
+    } else {
+        message
+    }
+}
+
 /// An `InferException` (the base class) with `message`.
 pub fn infer_exception(message: impl Into<String>) -> PhpException {
-    PhpException::new(message.into(), 0, load(&INFER_CE))
+    PhpException::new(printable(message.into()), 0, load(&INFER_CE))
 }
 
 /// A `ModelLoadException` with `message`.
 pub fn model_load_exception(message: impl Into<String>) -> PhpException {
-    PhpException::new(message.into(), 0, load(&MODEL_LOAD_CE))
+    PhpException::new(printable(message.into()), 0, load(&MODEL_LOAD_CE))
 }
 
 /// An `InferenceException` with `message`.
 pub fn inference_exception(message: impl Into<String>) -> PhpException {
-    PhpException::new(message.into(), 0, load(&INFERENCE_CE))
+    PhpException::new(printable(message.into()), 0, load(&INFERENCE_CE))
 }
 
 /// A `\TypeError` with `message`: an argument of the wrong type.
 pub fn type_error(message: impl Into<String>) -> PhpException {
-    PhpException::new(message.into(), 0, ce::type_error())
+    PhpException::new(printable(message.into()), 0, ce::type_error())
 }
 
 /// The message of `new X()` on a class that only has factories.

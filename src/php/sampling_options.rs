@@ -9,7 +9,7 @@ use super::problem::Problem;
 use crate::backend::params::{GenerateParams, LogprobParams};
 use crate::backend::sampling::{
     BiasTarget, LogitBias, Mirostat, Stage, DEFAULT_MIROSTAT_ETA, DEFAULT_MIROSTAT_TAU, INT_RANGES,
-    MAX_BIAS, MAX_TOP_LOGPROBS, RANGES,
+    MAX_BIAS, MAX_DRY_BREAKERS, MAX_TOP_LOGPROBS, RANGES,
 };
 
 /// What the options that only mean something together said, read in any
@@ -146,13 +146,21 @@ fn flag(key: &str, value: &Zval) -> Result<bool, Problem> {
     convert::bool(value).ok_or_else(|| Problem::wrong(key, "a bool", value))
 }
 
-/// `dry_sequence_breakers`: a non-empty list of non-empty strings without
-/// NUL bytes (llama.cpp reads them as C strings).
+/// `dry_sequence_breakers`: a non-empty list of at most
+/// [`MAX_DRY_BREAKERS`] non-empty strings without NUL bytes (llama.cpp
+/// reads them as C strings, and scans the whole vocabulary for each one
+/// before the first token: 15 ms a breaker on a 49k vocabulary, so 300 of
+/// them held a call 4.5 s before its deadline was first asked).
 fn breakers(key: &str, value: &Zval) -> Result<Vec<String>, Problem> {
-    let what = "a non-empty list of non-empty strings without NUL bytes";
+    let what = format!(
+        "a non-empty list of at most {MAX_DRY_BREAKERS} non-empty strings without NUL bytes"
+    );
     convert::string_list(value)
-        .filter(|list| !list.is_empty() && list.iter().all(|s| !s.is_empty() && !s.contains('\0')))
-        .ok_or_else(|| Problem::wrong(key, what, value))
+        .filter(|list| {
+            (1..=MAX_DRY_BREAKERS).contains(&list.len())
+                && list.iter().all(|s| !s.is_empty() && !s.contains('\0'))
+        })
+        .ok_or_else(|| Problem::wrong(key, &what, value))
 }
 
 /// `logit_bias`: an array of token id (int key) or text (string key) =>
@@ -236,10 +244,11 @@ fn stages(key: &str, value: &Zval) -> Result<Vec<Stage>, Problem> {
         }
     };
     if let Some(text) = convert::string(value) {
-        return text
+        let stages = text
             .chars()
             .map(|c| Stage::from_char(c).ok_or_else(|| refuse(c.to_string())))
-            .collect();
+            .collect::<Result<Vec<_>, _>>()?;
+        return once_each(key, stages);
     }
     let list = value
         .array()
@@ -254,11 +263,33 @@ fn stages(key: &str, value: &Zval) -> Result<Vec<Stage>, Problem> {
                 value,
             )
         })?;
-    list.values()
+    let stages = list
+        .values()
         .map(|item| {
             let name = convert::string(item)
                 .ok_or_else(|| Problem::wrong(key, "a list of sampler names (strings)", item))?;
             Stage::from_name(&name).ok_or_else(|| refuse(name))
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    once_each(key, stages)
+}
+
+/// The stages, when none is named twice. llama-server would build a stage
+/// as often as it is named; each DRY stage scans the vocabulary, so
+/// `str_repeat('d', 300)` held a call 3 s before its first token, and a
+/// 100 KB string would have held it for twenty minutes. Applying a stage
+/// twice means nothing a single stage with other settings cannot say.
+fn once_each(key: &str, stages: Vec<Stage>) -> Result<Vec<Stage>, Problem> {
+    for (at, stage) in stages.iter().enumerate() {
+        if stages[..at].contains(stage) {
+            return Err(Problem::new(
+                key,
+                format!(
+                    "names the sampler '{}' twice: each stage of the chain applies once",
+                    stage.name()
+                ),
+            ));
+        }
+    }
+    Ok(stages)
 }

@@ -146,11 +146,16 @@ pub(super) fn chain(model: &LlamaModel, params: &GenerateParams, biases: &Biases
         filters.push(LlamaSampler::logit_bias(n_vocab, &biases.0));
     }
     let last_n = |n: u32| i32::try_from(n).unwrap_or(i32::MAX);
+    // A window reads the tokens of the context, so one longer than the
+    // context is the context: llama.cpp sizes its ring buffer by the
+    // window asked (`repeat_last_n => 2147483647` was 8.5 GB, outside PHP's
+    // memory_limit, and an abort when the allocation failed).
+    let window = |n: u32| last_n(n.min(params.n_ctx));
     let min_keep = s.min_keep as usize;
     let penalties = || {
         LlamaSampler::penalties(
             n_vocab,
-            last_n(s.repeat_last_n),
+            window(s.repeat_last_n),
             s.repeat_penalty,
             s.frequency_penalty,
             s.presence_penalty,
@@ -162,7 +167,7 @@ pub(super) fn chain(model: &LlamaModel, params: &GenerateParams, biases: &Biases
             s.dry.multiplier,
             s.dry.base,
             last_n(s.dry.allowed_length),
-            last_n(s.dry.penalty_last_n),
+            window(s.dry.penalty_last_n),
             s.dry.sequence_breakers.iter().map(String::as_bytes),
         )
     };
