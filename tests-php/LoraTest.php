@@ -481,11 +481,39 @@ final class LoraTest extends InferTestCase
             'missing file' => [['lora' => [['path' => '/nonexistent/a.gguf']]], "the LoRA adapter 'a' (/nonexistent/a.gguf) cannot be used with this model: no such file"],
             'a directory' => [['lora' => [['path' => '/tmp']]], "the LoRA adapter 'tmp' (/tmp) cannot be used with this model: it is a directory, not a GGUF file"],
             'with shared' => [['shared' => true, 'lora' => [['path' => $lora]]], 'option "lora" applies to a model loaded in this process; a shared model is served with the server\'s settings (php.ini infer.server_*)'],
-            'lora_contexts 0' => [['lora' => [['path' => $lora]], 'lora_contexts' => 0], 'option "lora_contexts" must be an int from 1 to 64, got int 0'],
-            'lora_contexts too many' => [['lora' => [['path' => $lora]], 'lora_contexts' => 65], 'option "lora_contexts" must be an int from 1 to 64, got int 65'],
-            'lora_contexts not an int' => [['lora' => [['path' => $lora]], 'lora_contexts' => '2'], 'option "lora_contexts" must be an int from 1 to 64, got string'],
+            'lora_contexts 0' => [['lora' => [['path' => $lora]], 'lora_contexts' => 0], 'option "lora_contexts" must be an int from 1 to 8 (php.ini infer.max_lora_contexts), got int 0'],
+            'lora_contexts too many' => [['lora' => [['path' => $lora]], 'lora_contexts' => 9], 'option "lora_contexts" must be an int from 1 to 8 (php.ini infer.max_lora_contexts), got int 9'],
+            'lora_contexts not an int' => [['lora' => [['path' => $lora]], 'lora_contexts' => '2'], 'option "lora_contexts" must be an int from 1 to 8 (php.ini infer.max_lora_contexts), got string'],
             'lora_contexts without adapters' => [['lora_contexts' => 2], 'option "lora_contexts" applies to a model loaded with LoRA adapters: add \'lora\' => [[\'path\' => …]]'],
         ];
+    }
+
+    /**
+     * An administrator bounds the contexts a script may keep (each is a KV
+     * cache): php.ini infer.max_lora_contexts, which ini_set() cannot raise.
+     */
+    public function testTheAdministratorBoundsLoraContexts(): void
+    {
+        $code = <<<'PHP'
+            use Displace\Infer\Model;
+            [, $model, $lora] = $argv;
+            $out = ['ini_set' => ini_set('infer.max_lora_contexts', '64')];
+            foreach ([2, 3] as $n) {
+                try {
+                    Model::load($model, ['lora' => [['path' => $lora]], 'lora_contexts' => $n]);
+                    $out[$n] = 'loaded';
+                } catch (Throwable $e) {
+                    $out[$n] = get_class($e) . ': ' . $e->getMessage();
+                }
+            }
+            echo json_encode($out);
+            PHP;
+        $out = json_decode($this->phpOutput(['infer.max_lora_contexts' => '2'], $code, [self::modelPath(), self::loraPath()]), true);
+        $this->assertSame([
+            'ini_set' => false,
+            2 => 'loaded',
+            3 => 'Displace\\Infer\\ModelLoadException: option "lora_contexts" must be an int from 1 to 2 (php.ini infer.max_lora_contexts), got int 3',
+        ], $out);
     }
 
     /** @dataProvider badLoadOptions */

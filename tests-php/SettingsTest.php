@@ -47,6 +47,7 @@ final class SettingsTest extends InferTestCase
             ['infer.server_mmproj', 'models/mmproj.gguf', $relative, 'the shared server stays off'],
             ['infer.server_lora', '/models/a.gguf:b.gguf', 'not absolute paths separated by \':\' (a relative one would depend on each request\'s working directory)', 'the shared server stays off'],
             ['infer.max_image_pixels', '0', $number(1, 4294967296), 'images are bounded by the default of 16777216 pixels'],
+            ['infer.max_lora_contexts', '65', $number(1, 64), 'lora_contexts is bounded by the default of 8'],
         ];
         $named = [];
         foreach ($cases as $case) {

@@ -13,9 +13,7 @@ use super::errors::{CallError, LoadCallError};
 use super::problem::Problem;
 use super::sampling_options;
 use super::schema_arg::schema_grammar;
-use crate::backend::params::{
-    seed_from, Constraint, LookupParams, Pooling, MAX_LORA_CONTEXTS, MAX_THREADS,
-};
+use crate::backend::params::{seed_from, Constraint, LookupParams, Pooling, MAX_THREADS};
 use crate::chat::tools::{ToolChoice, Tools};
 use crate::engine::decode::batch::{DEFAULT_PARALLEL, MAX_PARALLEL};
 use crate::engine::rerank::RerankParams;
@@ -127,13 +125,14 @@ pub fn load_request(options: OptionsArg<'_>) -> Result<LoadRequest, LoadCallErro
             }
             "lora" => params.lora = super::lora_options::load_adapters(&key, value)?,
             "lora_contexts" => {
+                let max = super::settings::max_lora_contexts();
                 params.lora_contexts = convert::int(value)
-                    .filter(|n| (1..=i64::from(MAX_LORA_CONTEXTS)).contains(n))
+                    .filter(|n| (1..=i64::from(max)).contains(n))
                     .and_then(|n| u32::try_from(n).ok())
                     .ok_or_else(|| {
                         Problem::wrong(
                             &key,
-                            &format!("an int from 1 to {MAX_LORA_CONTEXTS}"),
+                            &format!("an int from 1 to {max} (php.ini infer.max_lora_contexts)"),
                             value,
                         )
                     })?;

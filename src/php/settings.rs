@@ -75,8 +75,16 @@ pub const MAX_IMAGE_PIXELS_INI: &CStr = c"infer.max_image_pixels";
 /// image of 48 MiB at most.
 const DEFAULT_MAX_IMAGE_PIXELS: u64 = 1 << 24;
 
+/// `infer.max_lora_contexts`: the most contexts a model's load option
+/// `lora_contexts` may keep (each is a KV cache: 47 MB for SmolLM2 at 2,048
+/// tokens, 0.25-1 GB for a 7-8B model), so that an administrator bounds
+/// what a script can make one process hold.
+pub const MAX_LORA_CONTEXTS_INI: &CStr = c"infer.max_lora_contexts";
+/// Its default.
+const DEFAULT_MAX_LORA_CONTEXTS: u32 = 8;
+
 /// The entries, registered in MINIT.
-pub static INI: IniEntryDefs<21> = IniEntryDefs::new([
+pub static INI: IniEntryDefs<22> = IniEntryDefs::new([
     IniEntryDef::new(MAX_MODELS_INI, c"2", IniEntryPermission::System),
     IniEntryDef::new(PROMPT_CACHE_MB_INI, c"128", IniEntryPermission::System),
     IniEntryDef::new(
@@ -109,6 +117,7 @@ pub static INI: IniEntryDefs<21> = IniEntryDefs::new([
         c"16777216",
         IniEntryPermission::System,
     ),
+    IniEntryDef::new(MAX_LORA_CONTEXTS_INI, c"8", IniEntryPermission::System),
     IniEntryDef::end(),
 ]);
 
@@ -141,6 +150,7 @@ pub enum Feature {
     Store,
     SharedServer,
     ImageLimit,
+    LoraLimit,
 }
 
 impl Feature {
@@ -151,6 +161,7 @@ impl Feature {
             Feature::Store => "the prompt store stays off",
             Feature::SharedServer => "the shared server stays off",
             Feature::ImageLimit => "images are bounded by the default of 16777216 pixels",
+            Feature::LoraLimit => "lora_contexts is bounded by the default of 8",
         }
     }
 }
@@ -159,7 +170,7 @@ const MIB_MAX: i64 = 1 << 20;
 const COUNT_MAX: i64 = 1 << 30;
 
 /// Every setting's rule and the feature it belongs to.
-const RULES: [(&CStr, Rule, Feature); 20] = [
+const RULES: [(&CStr, Rule, Feature); 21] = [
     (
         MAX_MODELS_INI,
         Rule::Int { min: 0, max: 1024 },
@@ -244,6 +255,14 @@ const RULES: [(&CStr, Rule, Feature); 20] = [
             max: 1 << 32,
         },
         Feature::ImageLimit,
+    ),
+    (
+        MAX_LORA_CONTEXTS_INI,
+        Rule::Int {
+            min: 1,
+            max: crate::backend::params::MAX_LORA_CONTEXTS as i64,
+        },
+        Feature::LoraLimit,
     ),
 ];
 
@@ -425,6 +444,16 @@ pub fn max_image_pixels() -> u64 {
         number(MAX_IMAGE_PIXELS_INI) as u64
     } else {
         DEFAULT_MAX_IMAGE_PIXELS
+    }
+}
+
+/// The most contexts `lora_contexts` may ask for
+/// (`infer.max_lora_contexts`).
+pub fn max_lora_contexts() -> u32 {
+    if refused(Some(Feature::LoraLimit)).is_empty() {
+        u32::try_from(number(MAX_LORA_CONTEXTS_INI)).unwrap_or(DEFAULT_MAX_LORA_CONTEXTS)
+    } else {
+        DEFAULT_MAX_LORA_CONTEXTS
     }
 }
 
