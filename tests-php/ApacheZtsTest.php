@@ -174,6 +174,33 @@ final class ApacheZtsTest extends InferTestCase
         }
     }
 
+    /**
+     * Sixteen greedy requests at once of one prompt, over eight threads of one
+     * process with a persistent model and the prompt cache on: each reply is
+     * the CLI's. Those that find the prompt in the cache restore another
+     * context's state; before the cache kept the logits of the evaluation
+     * that made a state, they evaluated the last token again alone and
+     * replied otherwise (0 of 16 equal to the CLI's).
+     */
+    public function testConcurrentGreedyRequestsFromTheCacheAnswerAsTheCliDoes(): void
+    {
+        $q = 'List the colours of the rainbow and say one thing about each colour, in a numbered list. Keep each line short and simple, and start with red, which is the first colour of the rainbow.';
+        $expected = self::cliAnswer($q, 48);
+        $apache = $this->start(8);
+        // The first request puts the prompt in the process's cache.
+        $first = $apache->get(['case' => 'chat-cached', 'q' => $q, 'max' => '48']);
+        $this->assertSame($expected, $first['json']['result']['text'] ?? null, $first['body']);
+        $answers = $apache->getMany(array_fill(0, 16, ['case' => 'chat-cached', 'q' => $q, 'max' => '48']));
+        $whole = 0;
+        foreach ($answers as $i => $answer) {
+            $this->assertSame(200, $answer['status'], "request $i: {$answer['body']}");
+            $result = $answer['json']['result'] ?? [];
+            $this->assertSame($expected, $result['text'] ?? null, "request $i: {$answer['body']}");
+            $whole += (int) (($result['cached'] ?? 0) === ($result['prompt'] ?? -1));
+        }
+        $this->assertGreaterThan(0, $whole, 'some requests found the prompt whole in the cache');
+    }
+
     public function testThePromptCacheChatManyAndEmbeddingsServeFromThreads(): void
     {
         $apache = $this->start(4);

@@ -40,6 +40,36 @@ final class PromptCacheTest extends InferTestCase
         $this->assertSame($reference, self::ask($model, 'When do you open?', ['cache_prompt' => false]));
     }
 
+    /**
+     * A prompt found whole in the process's cache, restored into another
+     * context (a call of another nCtx here; another thread's context under a
+     * threaded server), gives the reply of a fresh evaluation. Restoring the
+     * state and evaluating the prompt's last token again alone gave other
+     * replies for two of these prompts: llama.cpp's kernels round one row
+     * differently from a batch, and greedy decoding follows the difference.
+     * The logits of the evaluation that made the state are kept with it.
+     */
+    public function testAPromptFoundWholeInTheCacheGivesTheFreshReply(): void
+    {
+        $prompts = [
+            'List the colours of the rainbow and say one thing about each colour, in a numbered list. Keep each line short and simple, and start with red, which is the first colour of the rainbow.',
+            'Write a short numbered list of five colours and describe each one in a sentence. Think of colours that people see every day, such as the colour of the sky, of grass and of the sun.',
+        ];
+        $fresh = Model::load(self::modelPath(), ['n_threads' => 1]);
+        $model = Model::load(self::modelPath(), ['n_threads' => 1]);
+        foreach ($prompts as $i => $text) {
+            $reference = $fresh->chat(Prompt::user($text), maxTokens: 48, nCtx: 512, options: ['cache_prompt' => false])->text();
+            $first = $model->chat(Prompt::user($text), maxTokens: 48, nCtx: 512);
+            $this->assertLessThan($first->promptTokens() - 16, $first->cachedTokens(), "prompt $i is new to the cache");
+            $this->assertSame($reference, $first->text(), "prompt $i, fresh");
+            // Another size of context: another context, which the state of
+            // the first is restored into.
+            $again = $model->chat(Prompt::user($text), maxTokens: 48, nCtx: 1024);
+            $this->assertSame($reference, $again->text(), "prompt $i, restored");
+            $this->assertSame($again->promptTokens(), $again->cachedTokens(), "prompt $i found whole in the cache");
+        }
+    }
+
     public function testSchemaOutputIsTheSameWithAndWithoutReuse(): void
     {
         $schema = ['type' => 'object', 'properties' => ['open' => ['type' => 'boolean'], 'hour' => ['type' => 'integer', 'minimum' => 0, 'maximum' => 23]]];

@@ -24,6 +24,10 @@ if (isset($_GET['limit'])) {
 try {
     $out['result'] = match ($_GET['case'] ?? '') {
         'chat' => $model()->chat(Prompt::user($q), maxTokens: $max, nCtx: 256)->text(),
+        'chat-cached' => (function () use ($model, $q, $max) {
+            $r = $model()->chat(Prompt::user($q), maxTokens: $max, nCtx: 256);
+            return ['text' => $r->text(), 'cached' => $r->cachedTokens(), 'prompt' => $r->promptTokens()];
+        })(),
         'schema' => $model()->chat(Prompt::user($q), maxTokens: 24, nCtx: 256, options: ['schema' => ['type' => 'object', 'properties' => ['answer' => ['type' => 'string', 'maxLength' => 12]]]])->text(),
         // Generates until the request's own limit (set_time_limit) or the
         // call's `timeout` stops it.

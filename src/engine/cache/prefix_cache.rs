@@ -72,6 +72,13 @@ pub struct Hit {
     /// The tokens the state holds.
     pub tokens: Arc<[LlamaToken]>,
     pub state: Arc<SavedState>,
+    /// The logits of the last of `tokens` as the evaluation that made the
+    /// state left them (`None` from the shared store, or a batch): a prompt
+    /// that is the state's tokens exactly starts from these rather than
+    /// evaluating its last token again alone, which llama.cpp's kernels for
+    /// one row compute with another rounding than those for a batch, so
+    /// that a greedy reply could differ from a fresh evaluation's.
+    pub logits: Option<Arc<[f32]>>,
     /// Where it was found: this process's cache, or the shared store.
     pub source: CacheSource,
 }
@@ -155,12 +162,13 @@ pub fn lookup(
     };
     let tokens: Arc<[LlamaToken]> = f.tokens.into();
     let state = Arc::new(f.state.into_saved());
-    cache().insert_shared(key, Arc::clone(&tokens), Arc::clone(&state));
+    cache().insert_shared(key, Arc::clone(&tokens), Arc::clone(&state), None);
     Lookup {
         hit: Some(Hit {
             common: f.common,
             tokens,
             state,
+            logits: None,
             source: CacheSource::Shared,
         }),
         stored,
@@ -170,12 +178,14 @@ pub fn lookup(
 /// Keep the state of `prompt`, just read into a context of `streams` KV
 /// streams, where it is worth keeping: in this process's cache and in the
 /// shared store (when `lookup` found that it holds too little of it).
-/// `save` takes the state; it is called at most once.
+/// `save` takes the state; it is called at most once. `logits`: those of
+/// the prompt's last token, kept with the state (see [`Hit::logits`]).
 pub fn remember(
     owner: Owner,
     streams: u32,
     prompt: &[LlamaToken],
     lookup: &Lookup,
+    logits: Option<&[f32]>,
     save: impl FnOnce() -> Option<SavedState>,
 ) {
     let key = owner.key(streams);
@@ -193,7 +203,7 @@ pub fn remember(
         prefix_store::write(store_key, streams, prompt, covered, state.bytes());
     }
     if in_memory {
-        insert(key, prompt, state);
+        cache().insert_shared(key, prompt.into(), Arc::new(state), logits.map(Arc::from));
     }
 }
 
@@ -202,7 +212,19 @@ struct Entry {
     owner: Key,
     tokens: Arc<[LlamaToken]>,
     state: Arc<SavedState>,
+    logits: Option<Arc<[f32]>>,
     last_used: u64,
+}
+
+impl Entry {
+    /// What it holds, in bytes: the state and the logits.
+    fn bytes(&self) -> usize {
+        self.state.len()
+            + self
+                .logits
+                .as_ref()
+                .map_or(0, |l| std::mem::size_of_val(&l[..]))
+    }
 }
 
 #[derive(Debug)]
@@ -341,6 +363,7 @@ impl Cache {
             common,
             tokens: Arc::clone(&entry.tokens),
             state: Arc::clone(&entry.state),
+            logits: entry.logits.clone(),
             source: CacheSource::Memory,
         };
         self.stats.hits += 1;
@@ -362,23 +385,36 @@ impl Cache {
     }
 
     fn insert(&mut self, owner: Key, tokens: &[LlamaToken], state: SavedState) {
-        self.insert_shared(owner, tokens.into(), Arc::new(state));
+        self.insert_shared(owner, tokens.into(), Arc::new(state), None);
     }
 
-    fn insert_shared(&mut self, owner: Key, tokens: Arc<[LlamaToken]>, state: Arc<SavedState>) {
-        if state.len() > self.limit {
-            return;
-        }
-        self.remove_where(|e| {
-            e.owner == owner && e.tokens.len() <= tokens.len() && tokens.starts_with(&e.tokens)
-        });
-        self.clock += 1;
-        self.bytes += state.len();
-        self.entries.push(Entry {
+    fn insert_shared(
+        &mut self,
+        owner: Key,
+        tokens: Arc<[LlamaToken]>,
+        state: Arc<SavedState>,
+        logits: Option<Arc<[f32]>>,
+    ) {
+        let entry = Entry {
             owner,
             tokens,
             state,
+            logits,
+            last_used: 0,
+        };
+        if entry.bytes() > self.limit {
+            return;
+        }
+        self.remove_where(|e| {
+            e.owner == owner
+                && e.tokens.len() <= entry.tokens.len()
+                && entry.tokens.starts_with(&e.tokens)
+        });
+        self.clock += 1;
+        self.bytes += entry.bytes();
+        self.entries.push(Entry {
             last_used: self.clock,
+            ..entry
         });
         self.evict();
     }
@@ -393,7 +429,7 @@ impl Cache {
         self.entries.retain(|e| {
             let drop = gone(e);
             if drop {
-                freed += e.state.len();
+                freed += e.bytes();
             }
             !drop
         });
@@ -407,7 +443,7 @@ impl Cache {
                 break;
             };
             let gone = self.entries.swap_remove(oldest);
-            self.bytes -= gone.state.len();
+            self.bytes -= gone.bytes();
             self.stats.evictions += 1;
         }
     }

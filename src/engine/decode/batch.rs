@@ -322,9 +322,14 @@ pub fn run(
                 slot.progress.prompt_read(slot.source);
                 if let (Some(owner), Some(lookup)) = (cache_owner, &slot.lookup) {
                     let streams = ctx.streams();
-                    prefix_cache::remember(owner, streams, slot.prompt.tokens(), lookup, || {
-                        ctx.save_sequence(seq as u32)
-                    });
+                    prefix_cache::remember(
+                        owner,
+                        streams,
+                        slot.prompt.tokens(),
+                        lookup,
+                        None,
+                        || ctx.save_sequence(seq as u32),
+                    );
                 }
             }
             let Some(row) = slot.row.take() else { continue };

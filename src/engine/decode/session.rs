@@ -191,12 +191,30 @@ impl Session {
             prefix_cache::lookup(self.owner, self.ctx.streams(), prompt, room, shared)
         });
         if let Some(hit) = lookup.as_ref().and_then(|l| l.hit.as_ref()) {
+            // The prompt is the state's tokens exactly, with the logits
+            // their evaluation left: the whole state and those logits are
+            // what a fresh evaluation gives, to the bit.
+            let whole = match &hit.logits {
+                Some(logits) if hit.tokens[..] == *prompt && logits.len() == self.ctx.n_vocab() => {
+                    Some(logits)
+                }
+                _ => None,
+            };
+            let keep = match whole {
+                Some(_) => prompt.len(),
+                None => input.reusable(hit.common),
+            };
             // Either way the context holds what `restore` left: the hit's
             // prefix, or nothing when llama.cpp refused the state.
-            let restored = self.restore(hit, input);
+            let restored = self.restore(hit, keep);
             shared = self.cached.len();
             if restored {
                 source = hit.source;
+                if let Some(logits) = whole {
+                    self.prompt_logits = Some((prompt.len(), logits.to_vec()));
+                    self.restored = true;
+                    return Ok((prompt.len(), source));
+                }
             } else {
                 prefix_cache::discard(self.owner, self.ctx.streams(), &hit.tokens);
             }
@@ -229,7 +247,8 @@ impl Session {
         self.prompt_logits = Some((prompt.len(), logits));
         if let Some(lookup) = &lookup {
             let ctx = &self.ctx;
-            prefix_cache::remember(self.owner, ctx.streams(), prompt, lookup, || {
+            let logits = self.prompt_logits.as_ref().map(|(_, l)| &l[..]);
+            prefix_cache::remember(self.owner, ctx.streams(), prompt, lookup, logits, || {
                 ctx.save_sequence(0)
             });
         }
@@ -240,17 +259,15 @@ impl Session {
     }
 
     /// Replace the context's cells with the saved state of `hit`, cut to
-    /// the prefix it shares with a prompt of `prompt_len` tokens (less its
-    /// last token, which is evaluated for its logits). False, with the
-    /// context emptied, when llama.cpp refuses the state or cannot cut it.
-    fn restore(&mut self, hit: &prefix_cache::Hit, input: &Input) -> bool {
+    /// its first `keep` tokens. False, with the context emptied, when
+    /// llama.cpp refuses the state or cannot cut it.
+    fn restore(&mut self, hit: &prefix_cache::Hit, keep: usize) -> bool {
         self.ctx.clear();
         self.cached.clear();
         self.prompt_logits = None;
         if !self.ctx.restore_sequence(0, &hit.state) {
             return false;
         }
-        let keep = input.reusable(hit.common);
         if keep < hit.tokens.len() && !self.ctx.forget_from(keep) {
             self.ctx.clear();
             return false;
