@@ -141,6 +141,12 @@ $cases = [
     'option: min_p 2' => [$ask(['min_p' => 2]), $I, 'option "min_p" must be a float between 0.0 and 1.0, got int 2'],
     'option: repeat_penalty NAN' => [$ask(['repeat_penalty' => NAN]), $I, 'option "repeat_penalty" must be a finite float > 0'],
     'option: repeat_penalty -1' => [$ask(['repeat_penalty' => -1.0]), $I, 'option "repeat_penalty" must be a finite float > 0'],
+    // Windows past the context are the context (were 8.5 GB and 16 GB outside memory_limit).
+    'option: repeat_last_n 2^31-1' => [$ask(['repeat_last_n' => 2147483647, 'repeat_penalty' => 1.1]), 'ok', ''],
+    'option: dry_penalty_last_n 2^31-1' => [$ask(['dry_penalty_last_n' => 2147483647, 'dry_multiplier' => 0.8]), 'ok', ''],
+    'option: samplers 100 KB of d' => [$ask(['samplers' => str_repeat('d', 100000)]), $I, 'names the sampler \'dry\' twice'],
+    'option: samplers with a NUL' => [$ask(['samplers' => "k\0"]), $I, 'names the sampler \'\\0\''],
+    'option: 300 dry breakers' => [$ask(['dry_sequence_breakers' => array_fill(0, 300, 'x')]), $I, 'at most 32 non-empty strings'],
     'option: stop string' => [$ask(['stop' => 'x']), $I, 'option "stop" must be a list of non-empty strings, got string'],
     'option: stop with an empty string' => [$ask(['stop' => ['']]), $I, 'option "stop" must be a list of non-empty strings, got an empty string'],
     'option: stop null' => [$ask(['stop' => null]), $I, 'option "stop" must be a list of non-empty strings, got null'],
