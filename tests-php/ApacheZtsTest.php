@@ -201,6 +201,33 @@ final class ApacheZtsTest extends InferTestCase
         $this->assertGreaterThan(0, $whole, 'some requests found the prompt whole in the cache');
     }
 
+    /**
+     * open_basedir on a threaded server: a request confined to a directory
+     * calls chdir() into it and opens a relative path. Its working directory
+     * is virtual (the process's stays /, where a file of the same name waits);
+     * the extension must open the jail's file, the one PHP checked.
+     */
+    public function testARelativePathAfterChdirIsTheRequestsDirectorysFile(): void
+    {
+        require_once __DIR__ . '/support/images.php';
+        $jail = sys_get_temp_dir() . '/infer-apache-jail-' . getmypid();
+        @mkdir($jail);
+        $name = 'infer-apache-jail-' . getmypid() . '.png';
+        file_put_contents("$jail/$name", Support\png(2, 2, Support\solid(2, 2, 255, 0, 0)));
+        file_put_contents("/$name", Support\png(3, 3, Support\solid(3, 3, 0, 0, 255)));
+        try {
+            $apache = $this->start(4, ['open_basedir' => $jail . PATH_SEPARATOR . __DIR__]);
+            $answers = $apache->getMany(array_fill(0, 4, ['case' => 'jail', 'dir' => $jail, 'file' => $name]));
+            foreach ($answers as $i => $answer) {
+                $this->assertSame('2x2', $answer['json']['result'] ?? null, "request $i: the jail's image, not the 3x3 one of the process's directory: {$answer['body']}");
+            }
+        } finally {
+            @unlink("$jail/$name");
+            @unlink("/$name");
+            @rmdir($jail);
+        }
+    }
+
     public function testThePromptCacheChatManyAndEmbeddingsServeFromThreads(): void
     {
         $apache = $this->start(4);

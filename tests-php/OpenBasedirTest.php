@@ -134,6 +134,66 @@ final class OpenBasedirTest extends InferTestCase
         $this->assertRefused($this->dir . '/inner', '/nonexistent/model.gguf');
     }
 
+    /**
+     * A script confined to jail/ calls chdir() into it and opens relative
+     * paths: it must get jail's files, never those of the process's working
+     * directory (outside the jail), which a thread-safe PHP's chdir() does
+     * not move (its working directory is the request's, virtual). Each file
+     * outside has a twin inside that differs: an image of another size, a
+     * model file that is no model.
+     */
+    public function testAfterChdirARelativePathIsTheJailsFileOnEveryPhp(): void
+    {
+        require_once __DIR__ . '/support/images.php';
+        $jail = $this->dir . '/inner';
+        file_put_contents("$jail/img.png", Support\png(2, 2, Support\solid(2, 2, 255, 0, 0)));
+        file_put_contents($this->dir . '/img.png', Support\png(3, 3, Support\solid(3, 3, 0, 0, 255)));
+        if (!@link(self::modelPath(), "$jail/model.gguf")) {
+            copy(self::modelPath(), "$jail/model.gguf");
+        }
+        file_put_contents($this->dir . '/model.gguf', "GGUF\x03\x00\x00\x00");
+        $code = <<<'PHP'
+            $out = ['chdir' => chdir($argv[1])];
+            try {
+                $image = Displace\Infer\Image::fromFile('img.png');
+                $out['image'] = $image->width() . 'x' . $image->height();
+            } catch (\Throwable $e) {
+                $out['image'] = get_class($e) . ': ' . $e->getMessage();
+            }
+            try {
+                $out['model'] = 'loaded: ' . Displace\Infer\Model::load('model.gguf')->contextLength();
+            } catch (\Throwable $e) {
+                $out['model'] = get_class($e) . ': ' . $e->getMessage();
+            }
+            $out['outside'] = @fopen('../img.png', 'rb') === false ? 'refused' : 'opened';
+            echo json_encode($out);
+            PHP;
+        try {
+            // The process starts in the directory above the jail.
+            $proc = proc_open([
+                PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-d', 'open_basedir=' . $jail,
+                '-r', $code, $jail,
+            ], [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes, $this->dir);
+            $this->assertIsResource($proc);
+            $stdout = stream_get_contents($pipes[1]);
+            $stderr = stream_get_contents($pipes[2]);
+            fclose($pipes[1]);
+            fclose($pipes[2]);
+            $this->assertSame(0, proc_close($proc), $stderr);
+            $this->assertSame('', $stderr);
+            $out = json_decode((string) $stdout, true, flags: JSON_THROW_ON_ERROR);
+        } finally {
+            @unlink("$jail/img.png");
+            @unlink($this->dir . '/img.png');
+            @unlink("$jail/model.gguf");
+            @unlink($this->dir . '/model.gguf');
+        }
+        $this->assertTrue($out['chdir']);
+        $this->assertSame('refused', $out['outside'], 'PHP itself keeps the script in the jail');
+        $this->assertSame('2x2', $out['image'], 'the jail\'s image, not the working directory\'s 3x3 one');
+        $this->assertStringStartsWith('loaded: ', $out['model'], 'the jail\'s model, not the damaged file outside');
+    }
+
     public function testWithoutOpenBasedirEveryReadablePathLoads(): void
     {
         $this->assertAllowed('', $this->dir . '/inner/link.gguf');

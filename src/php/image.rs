@@ -36,7 +36,8 @@ fn refused(e: ImageError) -> PhpException {
 /// Read the image file at `path`: allowed by `open_basedir`, a regular
 /// file, at most [`MAX_FILE_BYTES`].
 fn read_file(path: &Path) -> Result<Vec<u8>, String> {
-    let path = allowed_path(path).map_err(|e| e.to_string())?;
+    let resolved = allowed_path(path).map_err(|e| e.to_string())?;
+    let path = resolved.as_path();
     let shown = path.display();
     let file =
         std::fs::File::open(path).map_err(|e| format!("cannot open image file {shown}: {e}"))?;

@@ -191,13 +191,14 @@ impl Model {
         // Bytes, not text: a path that is not UTF-8 gets its own error.
         let path: Vec<u8> = path.into();
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
-        if let Some(mmproj) = &request.params.mmproj {
-            allowed_path(mmproj)?;
+        let mut request = request;
+        if let Some(mmproj) = &mut request.params.mmproj {
+            *mmproj = allowed_path(mmproj)?;
         }
-        for adapter in &request.params.lora {
-            allowed_path(&adapter.path)?;
+        for adapter in &mut request.params.lora {
+            adapter.path = allowed_path(&adapter.path)?;
         }
-        let loaded = loader::load(path, &request, &super::settings::Ini)?;
+        let loaded = loader::load(&path, &request, &super::settings::Ini)?;
         Ok(Self {
             inner: Some(loaded.model),
             persistent: loaded.persistent,

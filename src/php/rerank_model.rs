@@ -55,7 +55,7 @@ impl RerankModel {
         let path: Vec<u8> = path.into();
         let path = allowed_path(Path::new(OsStr::from_bytes(&path)))?;
         Ok(Self {
-            inner: Some(Reranker::load(path, &params)?),
+            inner: Some(Reranker::load(&path, &params)?),
         })
     }
 

@@ -24,6 +24,12 @@ if (isset($_GET['limit'])) {
 try {
     $out['result'] = match ($_GET['case'] ?? '') {
         'chat' => $model()->chat(Prompt::user($q), maxTokens: $max, nCtx: 256)->text(),
+        // A relative path after chdir(): the request's directory's file.
+        'jail' => (function () {
+            chdir((string) $_GET['dir']);
+            $image = Displace\Infer\Image::fromFile((string) $_GET['file']);
+            return $image->width() . 'x' . $image->height();
+        })(),
         'chat-cached' => (function () use ($model, $q, $max) {
             $r = $model()->chat(Prompt::user($q), maxTokens: $max, nCtx: 256);
             return ['text' => $r->text(), 'cached' => $r->cachedTokens(), 'prompt' => $r->promptTokens()];
