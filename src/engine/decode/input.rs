@@ -239,7 +239,8 @@ mod tests {
 
     #[test]
     fn an_image_needs_a_projector() {
-        let image = Image::from_rgb(1, 1, vec![0, 0, 0], 10).unwrap();
+        let image =
+            Image::from_rgb(1, 1, vec![0, 0, 0], crate::chat::image::Bounds::DEFAULT).unwrap();
         let mut input = Input::default();
         assert_eq!(input.push_image(&image), Err(InferenceError::NoVision));
     }
