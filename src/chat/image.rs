@@ -667,4 +667,47 @@ mod tests {
         assert!(other);
         assert_eq!(held_bytes(), before);
     }
+
+    #[test]
+    fn large_images_of_every_format_decode_under_the_probes_limit() {
+        // The decoder is made under max_alloc = ANCILLARY_BYTES: no format
+        // may need more than that before its pixels are decoded.
+        let (width, height) = (2048, 1536);
+        let rgb = pixels(width, height);
+        for format in [
+            ImageFormat::Png,
+            ImageFormat::Jpeg,
+            ImageFormat::Bmp,
+            ImageFormat::WebP,
+        ] {
+            let file = encoded(width, height, &rgb, format);
+            let probe = Probe::new(&file, MAX).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            assert_eq!(
+                probe.most_bytes(),
+                rgb_bytes(width, height) + ANCILLARY_BYTES,
+                "{format:?}"
+            );
+            let image = probe.decode().unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            assert_eq!((image.width(), image.height()), (width, height));
+        }
+        // GIF decodes to RGBA: a second buffer for the RGB copy.
+        let rgba: Vec<u8> = (0..640 * 480 * 4).map(|i| (i % 7) as u8 * 30).collect();
+        let mut out = Cursor::new(Vec::new());
+        ::image::write_buffer_with_format(
+            &mut out,
+            &rgba,
+            640,
+            480,
+            ::image::ExtendedColorType::Rgba8,
+            ImageFormat::Gif,
+        )
+        .unwrap();
+        let file = out.into_inner();
+        let probe = Probe::new(&file, MAX).unwrap();
+        assert_eq!(
+            probe.most_bytes(),
+            640 * 480 * 4 + rgb_bytes(640, 480) + ANCILLARY_BYTES
+        );
+        assert_eq!(probe.decode().unwrap().width(), 640);
+    }
 }
