@@ -419,7 +419,8 @@ final class Prompt
 /**
  * An image for a user message: decoded once to RGB pixels (PNG, JPEG, GIF — its first frame —, WebP or BMP;
  * transparency dropped). The size its header declares is checked against php.ini infer.max_image_pixels (default
- * 16777216) before anything is decoded. Immutable; cannot be serialized.
+ * 16777216) and infer.max_image_side (default 16384) before anything is decoded. Its pixels live outside PHP's heap
+ * and count against memory_limit while the image lives. Immutable; cannot be serialized.
  */
 final class Image
 {
@@ -433,24 +434,28 @@ final class Image
     /**
      * The image in the file at $path (a regular file of at most 256 MiB; the path obeys open_basedir).
      *
-     * @throws InferException for a path outside open_basedir, a file that cannot be read, bytes that are not an
-     *         image, a damaged image, or one larger than infer.max_image_pixels
+     * @throws InferException for a path outside open_basedir, a file that cannot be read or is not a regular file
+     *         (a directory, a FIFO, a device), bytes that are not an image, a damaged image, one larger than
+     *         infer.max_image_pixels or with a side longer than infer.max_image_side, or a file or pixels that
+     *         memory_limit has no room left for
      */
     public static function fromFile(string $path): Image {}
 
     /**
      * The image whose file's bytes are $bytes (file_get_contents(), an upload, imagepng()'s output, …).
      *
-     * @throws InferException for bytes that are not an image, a damaged image, or one larger than
-     *         infer.max_image_pixels
+     * @throws InferException for bytes that are not an image, a damaged image, one larger than
+     *         infer.max_image_pixels or with a side longer than infer.max_image_side, or pixels that memory_limit has
+     *         no room left for
      */
     public static function fromBytes(string $bytes): Image {}
 
     /**
      * An image from raw pixels: $width × $height RGB triples, row by row (3 bytes a pixel).
      *
-     * @throws InferException for a size that is not positive, larger than infer.max_image_pixels, or bytes that are
-     *         not exactly $width * $height * 3
+     * @throws InferException for a size that is not positive, larger than infer.max_image_pixels, a side longer
+     *         than infer.max_image_side, bytes that are not exactly $width * $height * 3, or pixels that memory_limit
+     *         has no room left for
      */
     public static function fromPixels(int $width, int $height, string $rgb): Image {}
 

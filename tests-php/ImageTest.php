@@ -16,7 +16,9 @@ use function Displace\Infer\Tests\Support\jpeg_claiming;
 use function Displace\Infer\Tests\Support\pixels_sha256;
 use function Displace\Infer\Tests\Support\png;
 use function Displace\Infer\Tests\Support\png_claiming;
+use function Displace\Infer\Tests\Support\png_with_iccp;
 use function Displace\Infer\Tests\Support\solid;
+use function Displace\Infer\Tests\Support\zlib_zeros;
 
 /**
  * Displace\Infer\Image: decoding, identity, limits and hostile files, and
@@ -172,7 +174,8 @@ final class ImageTest extends InferTestCase
     {
         $missing = sys_get_temp_dir() . '/infer-no-such-image-' . getmypid() . '.png';
         $this->assertThrows(InferException::class, "cannot open image file $missing:", fn () => Image::fromFile($missing));
-        $this->assertThrows(InferException::class, 'image path is not a regular file: /tmp', fn () => Image::fromFile('/tmp'));
+        $this->assertThrows(InferException::class, 'image path is not a regular file but a directory: /tmp', fn () => Image::fromFile('/tmp'));
+        $this->assertThrows(InferException::class, 'image path is not a regular file but a character device: /dev/null', fn () => Image::fromFile('/dev/null'));
         $this->assertThrows(InferException::class, 'image path contains a NUL byte', fn () => Image::fromFile("/tmp/a\0b.png"));
         $notImage = $this->tempFile('plain text', '.png');
         $this->assertThrows(
@@ -180,6 +183,150 @@ final class ImageTest extends InferTestCase
             "$notImage: the bytes are not an image in a known format",
             fn () => Image::fromFile($notImage),
         );
+    }
+
+    /** PHP code for a child process: $peak() reads its peak RSS (VmHWM) in kB. */
+    private const PEAK = <<<'PHP'
+        $peak = fn () => preg_match('/^VmHWM:\s+(\d+) kB/m', (string) file_get_contents('/proc/self/status'), $m) ? (int) $m[1] : -1;
+        PHP;
+
+    /**
+     * A strip of 16,777,216 × 1 pixels passes infer.max_image_pixels (16777216) but not the side limit, from its
+     * header: a projector's resizing of such a strip took a gigabyte.
+     */
+    public function testALongSideIsRefusedBeforeDecoding(): void
+    {
+        $this->assertThrows(
+            InferException::class,
+            'the image declares 16777216 x 1 pixels, a side longer than infer.max_image_side (16384); nothing was decoded',
+            fn () => Image::fromBytes(png_claiming(16777216, 1)),
+        );
+        $this->assertThrows(
+            InferException::class,
+            'the image declares 1 x 20000 pixels, a side longer than infer.max_image_side (16384); nothing was decoded',
+            fn () => Image::fromPixels(1, 20000, str_repeat("\x00", 60000)),
+        );
+        $this->assertSame(16384, Image::fromPixels(16384, 1, str_repeat("\x00", 16384 * 3))->width());
+    }
+
+    public function testTheSideLimitIsPhpIniMaxImageSide(): void
+    {
+        $code = <<<'PHP'
+            foreach ([[100, 1], [1, 101]] as [$w, $h]) {
+                try { echo Displace\Infer\Image::fromPixels($w, $h, str_repeat("\x01", $w * $h * 3))->width(), " ok\n"; } catch (\Throwable $e) { echo get_class($e), ': ', $e->getMessage(), "\n"; }
+            }
+            echo ini_get('infer.max_image_side'), "\n";
+            var_dump(ini_set('infer.max_image_side', '999999'));
+            PHP;
+        $this->assertSame(
+            "100 ok\n"
+            . "Displace\\Infer\\InferException: the image declares 1 x 101 pixels, a side longer than infer.max_image_side (100); nothing was decoded\n"
+            . "100\nbool(false)\n",
+            $this->phpOutput(['infer.max_image_side' => '100'], $code),
+        );
+    }
+
+    /**
+     * A 3 MB PNG of one pixel whose ICC profile (iCCP, compressed) inflates to 500 MB: the profile is read under the
+     * decoder's byte limit for what is not pixels (8 MiB), dropped when it passes it, and the pixel decodes. The peak
+     * RSS of the process that decodes it stays far from 500 MB (it reached 523 MB when the size was probed with the
+     * image crate's default limit).
+     */
+    public function testACompressedIccProfileCannotInflateTheDecoder(): void
+    {
+        $bomb = png_with_iccp(png(1, 1, "\x10\x20\x30"), zlib_zeros(254000));
+        $this->assertLessThan(4 << 20, strlen($bomb));
+        $code = self::PEAK . <<<'PHP'
+            $file = (string) file_get_contents($argv[1]);
+            $before = $peak();
+            try { $i = Displace\Infer\Image::fromBytes($file); echo $i->width(), 'x', $i->height(), ' ', $i->sha256(), ' '; } catch (\Throwable $e) { echo get_class($e), ': ', $e->getMessage(), ' '; }
+            echo $before, ' ', $peak();
+            PHP;
+        $out = $this->phpOutput([], $code, [$this->tempFile($bomb, '.png')]);
+        $this->assertMatchesRegularExpression('/^1x1 ' . pixels_sha256(1, 1, "\x10\x20\x30") . ' \d+ \d+$/', $out, 'the pixel decodes: ' . $out);
+        [$before, $after] = array_map('intval', array_slice(explode(' ', $out), -2));
+        $this->assertGreaterThan(0, $before);
+        $this->assertLessThan(24 * 1024, $after - $before, "peak RSS went from $before to $after kB");
+        // An ordinary profile is no obstacle either, and what is decoded is the pixel.
+        $small = Image::fromBytes(png_with_iccp(png(1, 1, "\x10\x20\x30"), zlib_zeros(2)));
+        $this->assertSame(pixels_sha256(1, 1, "\x10\x20\x30"), $small->sha256());
+    }
+
+    /**
+     * Decoded pixels live outside PHP's heap, but count against memory_limit: twenty 2048 × 2048 images (12 MiB of
+     * pixels each) kept by a script under memory_limit=64M are refused once what PHP uses, what the images hold and
+     * what the next one asks would pass it, with the numbers in the message; the process's peak RSS stays near the
+     * limit (240 MB and more when the pixels were not counted).
+     */
+    public function testDecodedPixelsCountAgainstMemoryLimit(): void
+    {
+        $file = $this->tempFile(png(2048, 2048, solid(2048, 2048, 200, 10, 10)), '.png');
+        $code = self::PEAK . <<<'PHP'
+            $bytes = (string) file_get_contents($argv[1]);
+            $before = $peak();
+            $kept = [];
+            try { for ($i = 0; $i < 20; $i++) { $kept[] = Displace\Infer\Image::fromBytes($bytes); } echo "all 20 decoded\n"; } catch (\Throwable $e) { echo get_class($e), ': ', $e->getMessage(), "\n"; }
+            echo count($kept), ' ', $before, ' ', $peak(), "\n";
+            $kept = [];
+            echo Displace\Infer\Image::fromBytes($bytes)->width(), "\n";
+            PHP;
+        $out = $this->phpOutput(['memory_limit' => '64M'], $code, [$file]);
+        [$message, $numbers, $again] = explode("\n", trim($out));
+        $this->assertMatchesRegularExpression(
+            '/^Displace\\\\Infer\\\\InferException: decoding a 2048 x 2048 image needs 20971520 bytes outside PHP\'s heap, more than memory_limit \(67108864 bytes\) leaves: PHP uses \d+ bytes and images hold \d+, so \d+ are left$/',
+            $message,
+        );
+        [$count, $before, $after] = array_map('intval', explode(' ', $numbers));
+        $this->assertGreaterThanOrEqual(1, $count, $out);
+        $this->assertLessThan(20, $count, $out);
+        $this->assertLessThan(96 * 1024, $after - $before, "peak RSS went from $before to $after kB with $count images kept");
+        // Images given up give their bytes back.
+        $this->assertSame('2048', $again);
+    }
+
+    /** Raw pixels and the bytes of a file being read are counted the same way. */
+    public function testPixelsAndFilesCountAgainstMemoryLimit(): void
+    {
+        $bigFile = $this->tempFile(png(1, 1, "\x00\x00\x00") . str_repeat("\x00", 24 << 20), '.png');
+        $code = <<<'PHP'
+            try { Displace\Infer\Image::fromPixels(2048, 2048, str_repeat("\x01", 2048 * 2048 * 3)); echo "decoded\n"; } catch (\Throwable $e) { echo get_class($e), ': ', $e->getMessage(), "\n"; }
+            try { Displace\Infer\Image::fromFile($argv[1]); echo "read\n"; } catch (\Throwable $e) { echo get_class($e), ': ', $e->getMessage(), "\n"; }
+            PHP;
+        $lines = explode("\n", trim($this->phpOutput(['memory_limit' => '24M'], $code, [$bigFile])));
+        $this->assertMatchesRegularExpression(
+            '/^Displace\\\\Infer\\\\InferException: a 2048 x 2048 image needs 12582912 bytes outside PHP\'s heap, more than memory_limit \(25165824 bytes\) leaves: PHP uses \d+ bytes and images hold 0, so \d+ are left$/',
+            $lines[0],
+        );
+        $this->assertMatchesRegularExpression(
+            '/^Displace\\\\Infer\\\\InferException: reading the image file ' . preg_quote($bigFile, '/') . ' needs ' . filesize($bigFile) . ' bytes outside PHP\'s heap, more than memory_limit \(25165824 bytes\) leaves: PHP uses \d+ bytes and images hold 0, so \d+ are left$/',
+            $lines[1],
+        );
+    }
+
+    /**
+     * A FIFO is refused at once, not opened for a writer that never comes (the child has 20 seconds, so that a
+     * regression fails instead of hanging the suite).
+     */
+    public function testFromFileRefusesAFifoAtOnce(): void
+    {
+        $fifo = sys_get_temp_dir() . '/infer-fifo-' . getmypid() . '.png';
+        @unlink($fifo);
+        if (function_exists('posix_mkfifo')) {
+            $this->assertTrue(posix_mkfifo($fifo, 0600));
+        } else {
+            exec('mkfifo ' . escapeshellarg($fifo), $_, $rc);
+            $this->assertSame(0, $rc, 'mkfifo');
+        }
+        $code = '$t = microtime(true); try { Displace\Infer\Image::fromFile($argv[1]); echo "read\n"; } catch (\Throwable $e) { echo get_class($e), ": ", $e->getMessage(), "\n"; } echo round(microtime(true) - $t), "\n";';
+        $cmd = ['timeout', '20', PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-r', $code, $fifo];
+        try {
+            $this->assertSame(
+                "Displace\\Infer\\InferException: image path is not a regular file but a FIFO: $fifo\n0\n",
+                $this->commandOutput($cmd),
+            );
+        } finally {
+            @unlink($fifo);
+        }
     }
 
     public function testFromFileObeysOpenBasedir(): void

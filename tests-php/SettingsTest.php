@@ -48,6 +48,7 @@ final class SettingsTest extends InferTestCase
             ['infer.server_lora', '/models/a.gguf:b.gguf', 'not absolute paths separated by \':\' (a relative one would depend on each request\'s working directory)', 'the shared server stays off'],
             ['infer.max_image_pixels', '0', $number(1, 4294967296), 'images are bounded by the default of 16777216 pixels'],
             ['infer.max_lora_contexts', '65', $number(1, 64), 'lora_contexts is bounded by the default of 8'],
+            ['infer.max_image_side', '0', $number(1, 4294967295), 'images are bounded by the default of 16384 pixels a side'],
         ];
         $named = [];
         foreach ($cases as $case) {

@@ -6,13 +6,51 @@
 //! what the model sees (width, height and the RGB bytes), not of the file:
 //! the same picture saved as PNG or BMP is the same image to the prompt
 //! cache, and two files differing in one pixel are not.
+//!
+//! Decoding is in two steps so that the caller can decide in between: a
+//! [`Probe`] reads the header (and, for PNG, the chunks before the pixels,
+//! their decompressed size bounded by [`ANCILLARY_BYTES`]) and says how many
+//! bytes decoding will hold at most; [`Probe::decode`] then decodes under that
+//! bound. The pixels live outside any allocator the caller counts, so every
+//! image is charged to a [`Ledger`] while it lives (see [`held_bytes`]).
 
 use std::fmt;
 use std::io::Cursor;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ::image::{ImageFormat, ImageReader, Limits};
+use ::image::{ColorType, DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits};
 use sha2::{Digest, Sha256};
+
+/// The most bytes a decoder may allocate besides the picture itself: the
+/// decompressed ICC profile, text and Exif chunks of a PNG (read before its
+/// pixels, and each one compressed, so a small file could otherwise inflate
+/// to hundreds of megabytes) and the decoder's own row buffers. A PNG's
+/// profile that would pass it is dropped (the `png` crate skips a profile
+/// over its limit), which changes nothing here: the pixels are taken as
+/// they are, no colour management is applied.
+pub const ANCILLARY_BYTES: u64 = 8 << 20;
+
+/// The most pixels and the longest side an image may declare; a larger one
+/// is refused from its header, before anything is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Width × height.
+    pub pixels: u64,
+    /// Width and height each.
+    pub side: u32,
+}
+
+impl Bounds {
+    /// 16 megapixels (4096 × 4096) and 16384 pixels a side: far above what
+    /// a projector reads (it scales every image down to its own size), a
+    /// decoded RGB image of 48 MiB at most, and no strip so thin that a
+    /// projector's resizing of it costs far more than its pixels.
+    pub const DEFAULT: Bounds = Bounds {
+        pixels: 1 << 24,
+        side: 1 << 14,
+    };
+}
 
 /// Why bytes or pixels are not an image the model can take.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -23,6 +61,8 @@ pub enum ImageError {
     UnknownFormat,
     #[error("the image declares {width} x {height} pixels, more than infer.max_image_pixels ({max}); nothing was decoded")]
     TooLarge { width: u64, height: u64, max: u64 },
+    #[error("the image declares {width} x {height} pixels, a side longer than infer.max_image_side ({max}); nothing was decoded")]
+    TooLong { width: u32, height: u32, max: u32 },
     #[error("the image has no pixels ({width} x {height})")]
     NoPixels { width: u32, height: u32 },
     #[error("the {format} image could not be decoded: {detail}")]
@@ -41,6 +81,46 @@ pub enum ImageError {
     Encode { detail: String },
 }
 
+/// Bytes held outside the caller's allocator, counted for the thread that
+/// made them: the caller (PHP, one request per thread) compares what its
+/// own thread holds with what its memory limit leaves. A charge remembers
+/// its ledger, so pixels dropped on another thread (an engine's worker)
+/// are taken off the right count.
+#[derive(Debug, Default)]
+pub struct Ledger {
+    held: AtomicU64,
+}
+
+thread_local! {
+    static LEDGER: Arc<Ledger> = Arc::new(Ledger::default());
+}
+
+/// The bytes of pixels this thread's images hold now, and those being
+/// decoded (what [`charge`] has counted and not yet given back).
+pub fn held_bytes() -> u64 {
+    LEDGER.with(|l| l.held.load(Ordering::Relaxed))
+}
+
+/// Count `bytes` on this thread's ledger until the charge is dropped.
+pub fn charge(bytes: u64) -> Charge {
+    let ledger = LEDGER.with(Arc::clone);
+    ledger.held.fetch_add(bytes, Ordering::Relaxed);
+    Charge { ledger, bytes }
+}
+
+/// Bytes counted on a [`Ledger`]; given back when dropped.
+#[derive(Debug)]
+pub struct Charge {
+    ledger: Arc<Ledger>,
+    bytes: u64,
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.ledger.held.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
 /// A decoded image: RGB, 8 bits a channel, row by row. Cheap to clone (the
 /// pixels are shared).
 #[derive(Clone)]
@@ -55,6 +135,8 @@ struct Pixels {
     digest: [u8; 32],
     /// What it was decoded from (`"png"`, …; `"pixels"` for raw RGB).
     format: &'static str,
+    /// The pixels' bytes, counted while they live.
+    _charge: Charge,
 }
 
 impl fmt::Debug for Image {
@@ -90,13 +172,25 @@ fn format_name(format: ImageFormat) -> Option<&'static str> {
     }
 }
 
-impl Image {
-    /// Decode a PNG, JPEG, GIF (its first frame), WebP or BMP file's bytes.
-    /// The size the header declares is checked against `max_pixels` before
-    /// anything is decoded, and the decoder's own allocation is bounded by
-    /// it, so a small file that claims a huge picture costs nothing.
-    /// Transparency is dropped (as llama.cpp's own loader drops it).
-    pub fn decode(bytes: &[u8], max_pixels: u64) -> Result<Self, ImageError> {
+/// An image file whose header has been read and whose size is within its
+/// [`Bounds`]: nothing of its pixels decoded yet.
+pub struct Probe<'a> {
+    decoder: Box<dyn ImageDecoder + 'a>,
+    format: &'static str,
+    width: u32,
+    height: u32,
+    /// The decoded picture's bytes, in the decoder's own colour type.
+    picture: u64,
+    /// Whether the picture must be converted to 8-bit RGB (a second buffer).
+    converted: bool,
+}
+
+impl<'a> Probe<'a> {
+    /// Read the header of a PNG, JPEG, GIF, WebP or BMP file's bytes and
+    /// check the size it declares against `bounds`. A PNG's chunks before
+    /// its pixels are read too, their decompressed size bounded by
+    /// [`ANCILLARY_BYTES`].
+    pub fn new(bytes: &'a [u8], bounds: Bounds) -> Result<Self, ImageError> {
         if bytes.is_empty() {
             return Err(ImageError::Empty);
         }
@@ -106,22 +200,98 @@ impl Image {
             format: name,
             detail: e.to_string(),
         };
-        let (width, height) = ImageReader::with_format(Cursor::new(bytes), format)
-            .into_dimensions()
-            .map_err(damaged)?;
-        check_size(width, height, max_pixels)?;
+        if let Some((width, height)) = png_size(bytes).filter(|&(w, h)| w > 0 && h > 0) {
+            // The PNG decoder reserves a row's buffer under its byte limit as
+            // it is made: a row too long would be refused as "memory limit
+            // exceeded" rather than for its length.
+            check_size(width, height, bounds)?;
+        }
         let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+        // The PNG decoder takes its byte limit when it is made and keeps it:
+        // the profile, text and Exif chunks it reads with the header, and
+        // its buffers later, stay within ANCILLARY_BYTES.
         let mut limits = Limits::default();
-        limits.max_image_width = Some(width);
-        limits.max_image_height = Some(height);
-        // The decoded picture at its widest (RGBA, 16 bits a channel), and
-        // the decoder's own buffers beside it.
-        limits.max_alloc = Some(u64::from(width) * u64::from(height) * 8 + (64 << 20));
+        limits.max_alloc = Some(ANCILLARY_BYTES);
         reader.limits(limits);
-        let decoded = reader.decode().map_err(damaged)?;
-        let rgb = decoded.into_rgb8();
+        let decoder = reader.into_decoder().map_err(damaged)?;
+        let (width, height) = decoder.dimensions();
+        check_size(width, height, bounds)?;
+        let color = decoder.color_type();
+        Ok(Self {
+            format: name,
+            width,
+            height,
+            picture: decoder.total_bytes(),
+            converted: color != ColorType::Rgb8,
+            decoder: Box::new(decoder),
+        })
+    }
+
+    pub fn width(&self) -> u32 {
+        self.width
+    }
+
+    pub fn height(&self) -> u32 {
+        self.height
+    }
+
+    /// The most bytes decoding holds at once besides the file: the picture
+    /// as decoded, its 8-bit RGB copy when it needs one, and
+    /// [`ANCILLARY_BYTES`]. What the image keeps afterwards is its RGB
+    /// pixels ([`rgb_bytes`]).
+    pub fn most_bytes(&self) -> u64 {
+        let rgb = if self.converted {
+            rgb_bytes(self.width, self.height)
+        } else {
+            0
+        };
+        self.picture + rgb + ANCILLARY_BYTES
+    }
+
+    /// Decode the pixels (a GIF's first frame). Transparency is dropped (as
+    /// llama.cpp's own loader drops it).
+    pub fn decode(self) -> Result<Image, ImageError> {
+        let name = self.format;
+        let damaged = |e: ::image::ImageError| ImageError::Damaged {
+            format: name,
+            detail: e.to_string(),
+        };
+        let mut decoder = self.decoder;
+        let mut limits = Limits::default();
+        limits.max_image_width = Some(self.width);
+        limits.max_image_height = Some(self.height);
+        limits.max_alloc = Some(self.picture + ANCILLARY_BYTES);
+        decoder.set_limits(limits).map_err(damaged)?;
+        let decoded = DynamicImage::from_decoder(decoder).map_err(damaged)?;
+        let rgb = match decoded {
+            DynamicImage::ImageRgb8(rgb) => rgb,
+            other => other.into_rgb8(),
+        };
         let (width, height) = rgb.dimensions();
-        Ok(Self::new(width, height, rgb.into_raw(), name))
+        Ok(Image::new(width, height, rgb.into_raw(), name))
+    }
+}
+
+/// The width and height a PNG's header (its first chunk, IHDR) declares.
+fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    if bytes.get(..8)? != b"\x89PNG\r\n\x1a\n" || bytes.get(12..16)? != b"IHDR" {
+        return None;
+    }
+    let word = |at: usize| Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    Some((word(16)?, word(20)?))
+}
+
+/// The bytes of a `width` × `height` image's RGB pixels.
+pub fn rgb_bytes(width: u32, height: u32) -> u64 {
+    u64::from(width) * u64::from(height) * 3
+}
+
+impl Image {
+    /// Decode a PNG, JPEG, GIF (its first frame), WebP or BMP file's bytes:
+    /// [`Probe::new`] and [`Probe::decode`] in one, for callers that need
+    /// not decide in between.
+    pub fn decode(bytes: &[u8], bounds: Bounds) -> Result<Self, ImageError> {
+        Probe::new(bytes, bounds)?.decode()
     }
 
     /// An image from raw RGB pixels, row by row (3 bytes a pixel).
@@ -129,10 +299,10 @@ impl Image {
         width: u32,
         height: u32,
         rgb: Vec<u8>,
-        max_pixels: u64,
+        bounds: Bounds,
     ) -> Result<Self, ImageError> {
-        check_size(width, height, max_pixels)?;
-        let expected = u64::from(width) * u64::from(height) * 3;
+        check_size(width, height, bounds)?;
+        let expected = rgb_bytes(width, height);
         if rgb.len() as u64 != expected {
             return Err(ImageError::PixelCount {
                 width,
@@ -150,6 +320,7 @@ impl Image {
         hasher.update(height.to_le_bytes());
         hasher.update(&rgb);
         let digest = hasher.finalize().into();
+        let charge = charge(rgb.len() as u64);
         Self {
             inner: Arc::new(Pixels {
                 width,
@@ -157,6 +328,7 @@ impl Image {
                 rgb,
                 digest,
                 format,
+                _charge: charge,
             }),
         }
     }
@@ -225,16 +397,23 @@ impl Image {
     }
 }
 
-fn check_size(width: u32, height: u32, max_pixels: u64) -> Result<(), ImageError> {
+fn check_size(width: u32, height: u32, bounds: Bounds) -> Result<(), ImageError> {
     if width == 0 || height == 0 {
         return Err(ImageError::NoPixels { width, height });
     }
     let pixels = u64::from(width) * u64::from(height);
-    if pixels > max_pixels {
+    if pixels > bounds.pixels {
         return Err(ImageError::TooLarge {
             width: width.into(),
             height: height.into(),
-            max: max_pixels,
+            max: bounds.pixels,
+        });
+    }
+    if width > bounds.side || height > bounds.side {
+        return Err(ImageError::TooLong {
+            width,
+            height,
+            max: bounds.side,
         });
     }
     Ok(())
@@ -244,7 +423,7 @@ fn check_size(width: u32, height: u32, max_pixels: u64) -> Result<(), ImageError
 mod tests {
     use super::*;
 
-    const MAX: u64 = 1 << 24;
+    const MAX: Bounds = Bounds::DEFAULT;
 
     fn encoded(width: u32, height: u32, rgb: &[u8], format: ImageFormat) -> Vec<u8> {
         let mut out = Cursor::new(Vec::new());
@@ -327,7 +506,7 @@ mod tests {
             Err(ImageError::TooLarge {
                 width: 100_000,
                 height: 100_000,
-                max: MAX
+                max: MAX.pixels
             })
         );
     }
@@ -370,8 +549,165 @@ mod tests {
             })
         );
         assert!(matches!(
-            Image::from_rgb(10, 10, vec![0; 300], 99),
+            Image::from_rgb(
+                10,
+                10,
+                vec![0; 300],
+                Bounds {
+                    pixels: 99,
+                    side: 100
+                }
+            ),
             Err(ImageError::TooLarge { .. })
         ));
+    }
+
+    #[test]
+    fn a_long_side_is_refused_before_decoding() {
+        // 16,777,216 x 1 is within the pixel count; a PNG header claiming it.
+        let mut file = png(1, 1, &[0, 0, 0]);
+        file[16..20].copy_from_slice(&(1u32 << 24).to_be_bytes());
+        let crc = crc32fast::hash(&file[12..29]);
+        file[29..33].copy_from_slice(&crc.to_be_bytes());
+        let too_long = ImageError::TooLong {
+            width: 1 << 24,
+            height: 1,
+            max: 16384,
+        };
+        assert_eq!(Image::decode(&file, MAX), Err(too_long.clone()));
+        assert!(too_long
+            .to_string()
+            .contains("a side longer than infer.max_image_side (16384)"));
+        assert!(matches!(
+            Image::from_rgb(1, 16385, vec![0; 16385 * 3], MAX),
+            Err(ImageError::TooLong { max: 16384, .. })
+        ));
+        assert!(Image::from_rgb(16384, 1, vec![0; 16384 * 3], MAX).is_ok());
+    }
+
+    #[test]
+    fn the_widest_image_allowed_decodes_within_the_decoders_limit() {
+        // 16384 pixels of RGBA at 16 bits a channel: a row of 128 KiB, within
+        // ANCILLARY_BYTES, which bounds the PNG decoder's own buffers.
+        let rgba16: Vec<u8> = (0..16384 * 2 * 8).map(|i| (i % 253) as u8).collect();
+        let mut out = Cursor::new(Vec::new());
+        ::image::write_buffer_with_format(
+            &mut out,
+            &rgba16,
+            16384,
+            2,
+            ::image::ExtendedColorType::Rgba16,
+            ImageFormat::Png,
+        )
+        .unwrap();
+        let file = out.into_inner();
+        let probe = Probe::new(&file, MAX).unwrap();
+        // Decoded as RGBA16, then converted to RGB.
+        assert_eq!(
+            probe.most_bytes(),
+            16384 * 2 * 8 + 16384 * 2 * 3 + ANCILLARY_BYTES
+        );
+        let image = probe.decode().unwrap();
+        assert_eq!((image.width(), image.height()), (16384, 2));
+        // RGB at 8 bits needs no second buffer.
+        let rgb = png(300, 200, &pixels(300, 200));
+        assert_eq!(
+            Probe::new(&rgb, MAX).unwrap().most_bytes(),
+            300 * 200 * 3 + ANCILLARY_BYTES
+        );
+    }
+
+    /// A 1 x 1 PNG with an ICC profile of `profile` zero bytes (compressed).
+    fn png_with_profile(profile: usize) -> Vec<u8> {
+        use ::image::codecs::png::PngEncoder;
+        use ::image::ImageEncoder;
+        let mut out = Vec::new();
+        let mut encoder = PngEncoder::new(&mut out);
+        encoder.set_icc_profile(vec![0; profile]).unwrap();
+        encoder
+            .write_image(&[9, 8, 7], 1, 1, ::image::ExtendedColorType::Rgb8)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn an_icc_profile_past_the_limit_is_dropped_and_the_pixels_decode() {
+        for profile in [1 << 10, 64 << 20] {
+            let file = png_with_profile(profile);
+            assert!(file.len() < 1 << 20, "{} bytes", file.len());
+            let probe = Probe::new(&file, MAX).unwrap();
+            assert_eq!(probe.most_bytes(), 3 + ANCILLARY_BYTES);
+            let image = probe.decode().unwrap();
+            assert_eq!(image.rgb(), &[9, 8, 7]);
+        }
+    }
+
+    #[test]
+    fn images_are_counted_while_they_live_on_the_thread_that_made_them() {
+        let before = held_bytes();
+        let a = Image::from_rgb(10, 10, vec![1; 300], MAX).unwrap();
+        let b = a.clone();
+        assert_eq!(held_bytes() - before, 300);
+        drop(a);
+        assert_eq!(held_bytes() - before, 300, "a clone still holds the pixels");
+        {
+            let _decoding = charge(1000);
+            assert_eq!(held_bytes() - before, 1300);
+        }
+        assert_eq!(held_bytes() - before, 300);
+        // Dropped on another thread, given back to this thread's count, and
+        // never counted on the other.
+        let other = std::thread::spawn(move || {
+            let mine = held_bytes();
+            drop(b);
+            mine == held_bytes()
+        })
+        .join()
+        .unwrap();
+        assert!(other);
+        assert_eq!(held_bytes(), before);
+    }
+
+    #[test]
+    fn large_images_of_every_format_decode_under_the_probes_limit() {
+        // The decoder is made under max_alloc = ANCILLARY_BYTES: no format
+        // may need more than that before its pixels are decoded.
+        let (width, height) = (2048, 1536);
+        let rgb = pixels(width, height);
+        for format in [
+            ImageFormat::Png,
+            ImageFormat::Jpeg,
+            ImageFormat::Bmp,
+            ImageFormat::WebP,
+        ] {
+            let file = encoded(width, height, &rgb, format);
+            let probe = Probe::new(&file, MAX).unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            assert_eq!(
+                probe.most_bytes(),
+                rgb_bytes(width, height) + ANCILLARY_BYTES,
+                "{format:?}"
+            );
+            let image = probe.decode().unwrap_or_else(|e| panic!("{format:?}: {e}"));
+            assert_eq!((image.width(), image.height()), (width, height));
+        }
+        // GIF decodes to RGBA: a second buffer for the RGB copy.
+        let rgba: Vec<u8> = (0..640 * 480 * 4).map(|i| (i % 7) as u8 * 30).collect();
+        let mut out = Cursor::new(Vec::new());
+        ::image::write_buffer_with_format(
+            &mut out,
+            &rgba,
+            640,
+            480,
+            ::image::ExtendedColorType::Rgba8,
+            ImageFormat::Gif,
+        )
+        .unwrap();
+        let file = out.into_inner();
+        let probe = Probe::new(&file, MAX).unwrap();
+        assert_eq!(
+            probe.most_bytes(),
+            640 * 480 * 4 + rgb_bytes(640, 480) + ANCILLARY_BYTES
+        );
+        assert_eq!(probe.decode().unwrap().width(), 640);
     }
 }

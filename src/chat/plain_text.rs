@@ -711,7 +711,7 @@ mod tests {
     }
 
     fn image(shade: u8) -> Image {
-        Image::from_rgb(2, 1, vec![shade; 6], 100).unwrap()
+        Image::from_rgb(2, 1, vec![shade; 6], crate::chat::image::Bounds::DEFAULT).unwrap()
     }
 
     #[test]

@@ -8,6 +8,8 @@ use ext_php_rs::ffi::E_WARNING;
 use ext_php_rs::flags::IniEntryPermission;
 use ext_php_rs::zend::{IniEntryDef, IniEntryDefs};
 
+use crate::chat::image::Bounds;
+
 /// `infer.max_persistent_models`: how many persistent models one process
 /// keeps (least recently used evicted; 0 keeps none).
 pub const MAX_MODELS_INI: &CStr = c"infer.max_persistent_models";
@@ -70,10 +72,11 @@ pub const PROMPT_CACHE_NAMESPACE_INI: &CStr = c"infer.prompt_cache_namespace";
 /// `infer.max_image_pixels`: the most pixels (width × height) an image may
 /// declare; a larger one is refused before it is decoded.
 pub const MAX_IMAGE_PIXELS_INI: &CStr = c"infer.max_image_pixels";
-/// Its default: 16 megapixels (4096 × 4096), far above what a projector
-/// reads (it scales every image down to its own size) and a decoded RGB
-/// image of 48 MiB at most.
-const DEFAULT_MAX_IMAGE_PIXELS: u64 = 1 << 24;
+/// `infer.max_image_side`: the longest width or height an image may
+/// declare; a longer one is refused before it is decoded (a strip of
+/// 16,777,216 × 1 pixels passes the pixel count, and a projector's resizing
+/// of it takes a gigabyte).
+pub const MAX_IMAGE_SIDE_INI: &CStr = c"infer.max_image_side";
 
 /// `infer.max_lora_contexts`: the most contexts a model's load option
 /// `lora_contexts` may keep (each is a KV cache: 47 MB for SmolLM2 at 2,048
@@ -84,7 +87,7 @@ pub const MAX_LORA_CONTEXTS_INI: &CStr = c"infer.max_lora_contexts";
 const DEFAULT_MAX_LORA_CONTEXTS: u32 = 8;
 
 /// The entries, registered in MINIT.
-pub static INI: IniEntryDefs<22> = IniEntryDefs::new([
+pub static INI: IniEntryDefs<23> = IniEntryDefs::new([
     IniEntryDef::new(MAX_MODELS_INI, c"2", IniEntryPermission::System),
     IniEntryDef::new(PROMPT_CACHE_MB_INI, c"128", IniEntryPermission::System),
     IniEntryDef::new(
@@ -118,6 +121,7 @@ pub static INI: IniEntryDefs<22> = IniEntryDefs::new([
         IniEntryPermission::System,
     ),
     IniEntryDef::new(MAX_LORA_CONTEXTS_INI, c"8", IniEntryPermission::System),
+    IniEntryDef::new(MAX_IMAGE_SIDE_INI, c"16384", IniEntryPermission::System),
     IniEntryDef::end(),
 ]);
 
@@ -151,6 +155,7 @@ pub enum Feature {
     SharedServer,
     ImageLimit,
     LoraLimit,
+    ImageSide,
 }
 
 impl Feature {
@@ -162,6 +167,7 @@ impl Feature {
             Feature::SharedServer => "the shared server stays off",
             Feature::ImageLimit => "images are bounded by the default of 16777216 pixels",
             Feature::LoraLimit => "lora_contexts is bounded by the default of 8",
+            Feature::ImageSide => "images are bounded by the default of 16384 pixels a side",
         }
     }
 }
@@ -170,7 +176,7 @@ const MIB_MAX: i64 = 1 << 20;
 const COUNT_MAX: i64 = 1 << 30;
 
 /// Every setting's rule and the feature it belongs to.
-const RULES: [(&CStr, Rule, Feature); 21] = [
+const RULES: [(&CStr, Rule, Feature); 22] = [
     (
         MAX_MODELS_INI,
         Rule::Int { min: 0, max: 1024 },
@@ -263,6 +269,14 @@ const RULES: [(&CStr, Rule, Feature); 21] = [
             max: crate::backend::params::MAX_LORA_CONTEXTS as i64,
         },
         Feature::LoraLimit,
+    ),
+    (
+        MAX_IMAGE_SIDE_INI,
+        Rule::Int {
+            min: 1,
+            max: u32::MAX as i64,
+        },
+        Feature::ImageSide,
     ),
 ];
 
@@ -437,14 +451,18 @@ fn number(name: &CStr) -> usize {
     string(name).trim().parse().unwrap_or(0)
 }
 
-/// The `infer.max_persistent_models` setting (0 while it is refused).
-/// The most pixels an image may declare (`infer.max_image_pixels`).
-pub fn max_image_pixels() -> u64 {
+/// The most pixels an image may declare (`infer.max_image_pixels`) and its
+/// longest side (`infer.max_image_side`); each setting refused falls back to
+/// its default.
+pub fn image_bounds() -> Bounds {
+    let mut bounds = Bounds::DEFAULT;
     if refused(Some(Feature::ImageLimit)).is_empty() {
-        number(MAX_IMAGE_PIXELS_INI) as u64
-    } else {
-        DEFAULT_MAX_IMAGE_PIXELS
+        bounds.pixels = number(MAX_IMAGE_PIXELS_INI) as u64;
     }
+    if refused(Some(Feature::ImageSide)).is_empty() {
+        bounds.side = u32::try_from(number(MAX_IMAGE_SIDE_INI)).unwrap_or(bounds.side);
+    }
+    bounds
 }
 
 /// The most contexts `lora_contexts` may ask for
@@ -457,6 +475,7 @@ pub fn max_lora_contexts() -> u32 {
     }
 }
 
+/// The `infer.max_persistent_models` setting (0 while it is refused).
 fn max_models() -> usize {
     if refused(Some(Feature::PersistentModels)).is_empty() {
         number(MAX_MODELS_INI)

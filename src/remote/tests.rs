@@ -200,7 +200,7 @@ fn images_go_to_an_openai_server_as_png_data_urls_in_their_places() {
     let server = vllm(fixture!("vllm-chat-stream.txt"));
     let remote = Remote::connect(ConnectParams::new(&server.url)).unwrap();
     let rgb: Vec<u8> = (0..4 * 3 * 3).map(|i| (i * 11) as u8).collect();
-    let image = Image::from_rgb(4, 3, rgb.clone(), 1 << 20).unwrap();
+    let image = Image::from_rgb(4, 3, rgb.clone(), crate::chat::image::Bounds::DEFAULT).unwrap();
     let message = Message::from_parts(
         Role::User,
         vec![

@@ -266,7 +266,10 @@ $cases += [
     'image: PNG cut after its header' => [$img(substr($png, 0, 40)), $B, 'the PNG image could not be decoded'],
     'image: PNG with its data flipped' => [$img($flip(60)($png)), $B, 'the PNG image could not be decoded'],
     'image: PNG claiming 100000 x 100000' => [$img(Displace\Infer\Tests\Support\png_claiming(100000, 100000)), $B, 'declares 100000 x 100000 pixels'],
-    'image: PNG claiming 2^31 x 1' => [$img(Displace\Infer\Tests\Support\png_claiming(0x7FFFFFFF, 1)), $B, 'the PNG image could not be decoded'],
+    'image: PNG claiming 2^31 x 1' => [$img(Displace\Infer\Tests\Support\png_claiming(0x7FFFFFFF, 1)), $B, 'declares 2147483647 x 1 pixels'],
+    'image: PNG of 16777216 x 1 (within the pixels, past the side)' => [$img(Displace\Infer\Tests\Support\png_claiming(16777216, 1)), $B, 'the image declares 16777216 x 1 pixels, a side longer than infer.max_image_side (16384)'],
+    // Built when run: 3 MB of iCCP that inflate to 500 MB; the profile is dropped past 8 MiB and the pixel decodes.
+    'image: PNG with an ICC profile inflating to 500 MB' => [static fn () => Image::fromBytes(Displace\Infer\Tests\Support\png_with_iccp(Displace\Infer\Tests\Support\png(1, 1, "\x01\x02\x03"), Displace\Infer\Tests\Support\zlib_zeros(254000))), 'ok', ''],
     'image: BMP claiming 60000 x 60000' => [$img(Displace\Infer\Tests\Support\bmp_claiming(60000, 60000)), $B, 'declares 60000 x 60000 pixels'],
     'image: BMP with a negative height' => [$img(Displace\Infer\Tests\Support\bmp_claiming(4, -4, str_repeat("\x00", 48))), 'ok', ''],
     'image: GIF claiming 65535 x 65535' => [$img(Displace\Infer\Tests\Support\gif_claiming(65535, 65535)), $B, 'declares 65535 x 65535 pixels'],

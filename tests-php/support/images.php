@@ -106,3 +106,41 @@ function pixels_sha256(int $width, int $height, string $rgb): string
 {
     return hash('sha256', pack('VV', $width, $height) . $rgb);
 }
+
+/**
+ * A zlib stream that inflates to 1 + 2064 × $groups zero bytes, written by hand (one fixed-Huffman deflate block:
+ * a literal zero, then "258 bytes from 1 back" over and over, 13 bits each), so that no zlib extension is needed and
+ * a few megabytes stand for hundreds.
+ */
+function zlib_zeros(int $groups): string
+{
+    // Bits in stream order; a Huffman code goes in most significant bit first.
+    $code = static fn (int $value, int $length): string => str_pad(decbin($value), $length, '0', STR_PAD_LEFT);
+    $head = '1' . '10' . $code(0x30, 8);           // BFINAL, BTYPE 01 (fixed codes, low bit first), literal 0
+    $group = str_repeat($code(0xC5, 8) . $code(0, 5), 8); // 8 × (length 258: code 285; distance 1: code 0)
+    $end = $code(0, 7);                            // end of block: code 256
+    $bytes = static function (string $bits): string {
+        $out = '';
+        foreach (str_split($bits, 8) as $byte) {
+            $out .= chr(bindec(strrev(str_pad($byte, 8, '0'))));
+        }
+        return $out;
+    };
+    // The head and the first group are 115 bits: 14 bytes and 3 bits over, the group's last 3. Each further group
+    // then makes 13 bytes that are the same every time, leaving the same 3 bits over.
+    $first = $head . $group;
+    $over = substr($group, -3);
+    $deflate = $bytes(substr($first, 0, 112))
+        . str_repeat($bytes($over . substr($group, 0, 101)), $groups - 1)
+        . $bytes($over . $end);
+    $length = 1 + 258 * 8 * $groups;
+    $adler = (($length % 65521) << 16) | 1;        // a = 1 + the bytes' sum (0), b = the sum of each step's a
+    return "\x78\x01" . $deflate . pack('N', $adler);
+}
+
+/** $png (from png()) with an iCCP chunk (an ICC profile named "icc") holding $zlib, placed before its pixels. */
+function png_with_iccp(string $png, string $zlib): string
+{
+    $ihdrEnd = 8 + 8 + 13 + 4;
+    return substr($png, 0, $ihdrEnd) . png_chunk('iCCP', "icc\x00\x00" . $zlib) . substr($png, $ihdrEnd);
+}

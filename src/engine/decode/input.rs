@@ -57,17 +57,37 @@ impl From<Vec<LlamaToken>> for Input {
     }
 }
 
+/// Bits of the digest each stand-in carries.
+const STAND_IN_BITS: usize = 30;
+
+/// Positions that carry the whole 256-bit digest between them.
+const DIGEST_POSITIONS: usize = 256_usize.div_ceil(STAND_IN_BITS);
+
 /// A stand-in for position `index` of the `chunk`-th image chunk of the
-/// image with `digest`: negative, spread by SplitMix64.
+/// image with `digest`: negative. Position `index` carries the 30 bits of
+/// the digest at `index % 9` (the ninth the last 16), mixed by SplitMix64
+/// of the chunk and the position so that neighbours differ: for a given
+/// chunk and position the mix is a bijection, so the first nine positions
+/// of an image hold all 256 bits and two images share them only if their
+/// SHA-256 does. (An image of fewer than nine positions carries 30 bits a
+/// position; real projectors make dozens to hundreds.)
 fn stand_in(digest: &[u8; 32], chunk: usize, index: usize) -> LlamaToken {
-    let mut seed = [0u8; 8];
-    seed.copy_from_slice(&digest[..8]);
-    let mut z = u64::from_le_bytes(seed) ^ ((chunk as u64) << 48) ^ index as u64;
+    let first = (index % DIGEST_POSITIONS) * STAND_IN_BITS;
+    let mut bits = 0u32;
+    for k in 0..STAND_IN_BITS {
+        let at = first + k;
+        let bit = digest.get(at / 8).map_or(0, |byte| (byte >> (at % 8)) & 1);
+        bits |= u32::from(bit) << k;
+    }
+    let mut z = ((chunk as u64) << 32) ^ index as u64;
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^= z >> 31;
-    LlamaToken(-1 - (z % (i32::MAX as u64)) as i32)
+    let mask = (1u32 << STAND_IN_BITS) - 1;
+    let value = (bits ^ z as u32) & mask;
+    // value < 2^30, so the stand-in lies in -2^30 ..= -1.
+    LlamaToken(-1 - value as i32)
 }
 
 impl Input {
@@ -237,9 +257,53 @@ mod tests {
         assert_eq!(input.text_tokens().len(), 3);
     }
 
+    /// The digest read back from the first nine stand-ins of a chunk.
+    fn digest_from(chunk: usize, tokens: &[LlamaToken]) -> [u8; 32] {
+        let mut digest = [0u8; 32];
+        for (index, token) in tokens.iter().enumerate().take(DIGEST_POSITIONS) {
+            let mine = stand_in(&[0; 32], chunk, index);
+            let bits = (-1 - token.0) ^ (-1 - mine.0);
+            for k in 0..STAND_IN_BITS {
+                let at = index * STAND_IN_BITS + k;
+                if at < 256 && (bits >> k) & 1 == 1 {
+                    digest[at / 8] |= 1 << (at % 8);
+                }
+            }
+        }
+        digest
+    }
+
+    #[test]
+    fn stand_ins_carry_the_whole_digest() {
+        let mut a = [0u8; 32];
+        for (i, b) in a.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37) ^ 0x5a;
+        }
+        for chunk in [0, 1, 7] {
+            let tokens: Vec<LlamaToken> = (0..12).map(|k| stand_in(&a, chunk, k)).collect();
+            assert!(tokens.iter().all(|t| t.0 < 0), "{tokens:?}");
+            assert_eq!(digest_from(chunk, &tokens), a);
+            // Every bit counts, the last byte's included: a digest that
+            // differs in one bit anywhere gives other stand-ins.
+            for bit in [0, 63, 64, 200, 255] {
+                let mut b = a;
+                b[bit / 8] ^= 1 << (bit % 8);
+                let other: Vec<LlamaToken> = (0..12).map(|k| stand_in(&b, chunk, k)).collect();
+                assert_ne!(
+                    tokens, other,
+                    "bit {bit} of the digest is not in the stand-ins"
+                );
+            }
+        }
+        // Neighbouring positions and chunks differ for the same digest.
+        assert_ne!(stand_in(&a, 0, 0), stand_in(&a, 0, 9));
+        assert_ne!(stand_in(&a, 0, 3), stand_in(&a, 1, 3));
+    }
+
     #[test]
     fn an_image_needs_a_projector() {
-        let image = Image::from_rgb(1, 1, vec![0, 0, 0], 10).unwrap();
+        let image =
+            Image::from_rgb(1, 1, vec![0, 0, 0], crate::chat::image::Bounds::DEFAULT).unwrap();
         let mut input = Input::default();
         assert_eq!(input.push_image(&image), Err(InferenceError::NoVision));
     }
