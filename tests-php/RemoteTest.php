@@ -281,7 +281,7 @@ final class RemoteTest extends InferTestCase
     {
         $url = self::server()->url;
         $this->assertThrows(ModelLoadException::class, 'option "n_threads" applies to Model::load()', fn () => Model::connect($url, ['n_threads' => 2]));
-        $this->assertThrows(ModelLoadException::class, 'option "engien" is not a known option (known: model, api_key, timeout, retries, engine, verify_tls)', fn () => Model::connect($url, ['engien' => 'vllm']));
+        $this->assertThrows(ModelLoadException::class, 'option "engien" is not a known option (known: model, api_key, timeout, retries, engine, verify_tls, max_response_bytes)', fn () => Model::connect($url, ['engien' => 'vllm']));
         $this->assertThrows(ModelLoadException::class, "option \"engine\" must be one of 'llama-server', 'vllm', 'sglang'", fn () => Model::connect($url, ['engine' => 'ollama']));
         $this->assertThrows(ModelLoadException::class, 'option "retries" must be an int from 0 to 10', fn () => Model::connect($url, ['retries' => 11]));
         $this->assertThrows(ModelLoadException::class, 'option "timeout" must be a finite number of seconds > 0', fn () => Model::connect($url, ['timeout' => 0]));
