@@ -396,6 +396,12 @@ final class RemoteTest extends InferTestCase
         $this->assertThrows(ModelLoadException::class, 'option "max_response_bytes" must be an int of bytes ≥ 65536, got int 10', fn () => Model::connect($url, ['max_response_bytes' => 10]));
     }
 
+    public function testFiguresThatDoNotFitTheRequestAreRefused(): void
+    {
+        $url = $this->fake('bigcount');
+        $this->assertThrows(InferenceException::class, "$url sent tokens_predicted = 4294967295, more than the 2 tokens asked for (maxTokens 1, plus 1), which does not fit the request; the answer was refused", fn () => Model::connect($url)->raw('Hi', maxTokens: 1));
+    }
+
     public function testConnectIsRefusedWhereAllowUrlFopenIsOff(): void
     {
         $url = $this->fake('garbage');

@@ -200,6 +200,30 @@ fn a_dripped_token_list_ends_at_the_calls_deadline() {
     );
 }
 
+#[test]
+fn dripped_embeddings_end_at_the_calls_deadline_as_in_process() {
+    let url = serve(|path, stream| match path {
+        "/props" => reply(stream, 200, PROPS),
+        "/v1/models" => reply(stream, 200, MODELS),
+        "/embeddings" => drip(stream, r#"[{"index":0,"embedding":[[0.5,0.25,0.125]]}]"#),
+        _ => reply(stream, 404, "{}"),
+    });
+    let remote = connect(&url, Duration::from_secs(60));
+    let start = Instant::now();
+    let stop = within(1.0).stop_check;
+    let e = remote.embed_many(&["a".to_owned()], stop).unwrap_err();
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(matches!(e, InferenceError::Aborted), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "the evaluation was stopped by the time limit"
+    );
+}
+
 /// A 200 answer of `size` bytes: a JSON list of ones, sent as fast as the
 /// client reads.
 fn huge(stream: &mut TcpStream, prefix: &str, size: usize) {

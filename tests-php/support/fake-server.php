@@ -15,6 +15,7 @@
  *   dripprops  GET /props answered a byte a second
  *   huge       POST /tokenize and /embeddings answer 400 MB, as fast as the client reads
  *   forbidden  every request answers HTTP 403 with a long HTML page holding control characters
+ *   bigcount   a final event claiming 4294967295 tokens generated and more cached than the prompt
  * The modes past html are the attacks of issue 61: each must end within its clock, or at its limit.
  * Usage: php fake-server.php PORT MODE [DELAY_MS]; it listens after
  * DELAY_MS (to test retries of a refused connection).
@@ -156,6 +157,7 @@ while ($conn = @stream_socket_accept($server, -1)) {
             'error500' => respond($conn, 500, '{"error":{"code":500,"message":"the slot crashed","type":"server_error"}}'),
             'truncated' => events($conn, "data: {\"content\":\"Hel\",\"stop\":false}\n\ndata: {\"content\":\"lo\",\"stop\":false}\n\n"),
             'endless' => endless($conn),
+            'bigcount' => events($conn, "data: {\"content\":\"ok\",\"stop\":true,\"stop_type\":\"limit\",\"tokens_predicted\":4294967295,\"tokens_evaluated\":3}\n\n"),
             'busy503' => $completions === 1
                 ? respond($conn, 503, '{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}')
                 : events($conn, "data: {\"content\":\"ok\",\"stop\":false}\n\ndata: {\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\",\"tokens_predicted\":2,\"tokens_evaluated\":3}\n\n"),
