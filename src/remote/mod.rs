@@ -19,6 +19,7 @@
 
 mod calls;
 mod dialect;
+pub mod events;
 #[cfg(test)]
 mod hostile_tests;
 pub mod http;

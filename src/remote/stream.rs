@@ -2,12 +2,12 @@
 //! (server-sent events), and the pieces handed out are cut from the text
 //! received as a local stream cuts them (a `<think>` tag is released whole).
 //! The caller's deadline and interrupt are checked between two events and
-//! while one arrives (see `http::Events`); a stream that stops early
+//! while one arrives (see `events::Events`); a stream that stops early
 //! (cancelled, timed out) closes the connection, and the server stops
 //! generating. What the server claims (tokens generated, cached, each
 //! token's probabilities) must fit what was asked (`limits::Asked`).
 
-use super::http::{Event, Events};
+use super::events::{Event, Events};
 use super::limits::Asked;
 use super::{llama_server, openai, EngineKind};
 use crate::backend::error::{InferenceError, InferenceResult};
