@@ -110,17 +110,21 @@ final class Model
      * requests (at most `parallel` at a time), which the server batches.
      *
      * @param string $baseUrl http://host:port or https://host:port (no path beyond the server's root)
-     * @param array{model?: string, api_key?: string, timeout?: float|int, retries?: int, engine?: string, verify_tls?: bool} $options
+     * @param array{model?: string, api_key?: string, timeout?: float|int, retries?: int, engine?: string, verify_tls?: bool, max_response_bytes?: int} $options
      *        model: the served model's name (default: the server's only model);
      *        api_key: sent as a bearer token, never shown in messages;
-     *        timeout: seconds to connect and to wait for each part of an answer (default 120);
+     *        timeout: seconds: the most connect() takes, and each request for a JSON answer (tokens,
+     *        embeddings) takes whole, and each event of a reply (keep-alive comments included) takes to arrive
+     *        (default 120);
      *        retries: how many times a request is tried again when it never reached the server (connection
      *        refused) or the server turned it away as unavailable (HTTP 503), with a growing pause (0 to 10,
      *        default 2);
      *        engine: 'llama-server', 'vllm' or 'sglang' (default: asked of the server);
-     *        verify_tls: check the server's certificate (default true).
+     *        verify_tls: check the server's certificate (default true);
+     *        max_response_bytes: the most one JSON answer (an embeddings batch, a token list) may weigh, checked
+     *        as it arrives (at least 65536, default 33554432: 32 MiB).
      * @throws ModelLoadException when the server cannot be reached, answers what no such engine answers, or
-     *         serves no model of that name
+     *         serves no model of that name, or when allow_url_fopen is off
      */
     public static function connect(string $baseUrl, array $options = []): Model {}
 

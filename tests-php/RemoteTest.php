@@ -281,7 +281,7 @@ final class RemoteTest extends InferTestCase
     {
         $url = self::server()->url;
         $this->assertThrows(ModelLoadException::class, 'option "n_threads" applies to Model::load()', fn () => Model::connect($url, ['n_threads' => 2]));
-        $this->assertThrows(ModelLoadException::class, 'option "engien" is not a known option (known: model, api_key, timeout, retries, engine, verify_tls)', fn () => Model::connect($url, ['engien' => 'vllm']));
+        $this->assertThrows(ModelLoadException::class, 'option "engien" is not a known option (known: model, api_key, timeout, retries, engine, verify_tls, max_response_bytes)', fn () => Model::connect($url, ['engien' => 'vllm']));
         $this->assertThrows(ModelLoadException::class, "option \"engine\" must be one of 'llama-server', 'vllm', 'sglang'", fn () => Model::connect($url, ['engine' => 'ollama']));
         $this->assertThrows(ModelLoadException::class, 'option "retries" must be an int from 0 to 10', fn () => Model::connect($url, ['retries' => 11]));
         $this->assertThrows(ModelLoadException::class, 'option "timeout" must be a finite number of seconds > 0', fn () => Model::connect($url, ['timeout' => 0]));
@@ -341,8 +341,86 @@ final class RemoteTest extends InferTestCase
         $this->assertThrows(InferenceException::class, 'answered HTTP 500: the slot crashed', fn () => Model::connect($this->fake('error500'))->raw('Hi'));
         $this->assertThrows(InferenceException::class, 'ended without its final event', fn () => Model::connect($this->fake('truncated'))->raw('Hi'));
         // A line that never ends: refused at the limit, the worker's memory bounded.
-        $this->assertThrows(InferenceException::class, 'sent an event of more than 16777216 bytes, more than this client reads', fn () => Model::connect($this->fake('endless'))->raw('Hi'));
+        $this->assertThrows(InferenceException::class, 'sent an event of more than 4194304 bytes (the limit on one event); nothing more was read', fn () => Model::connect($this->fake('endless'))->raw('Hi'));
         $this->assertThrows(ModelLoadException::class, 'cannot tell which serving engine answers', fn () => Model::connect($this->fake('html')));
+    }
+
+    public function testKeepAliveCommentsEndAtTheCallsTimeout(): void
+    {
+        $m = Model::connect($this->fake('keepalive'));
+        $start = microtime(true);
+        $r = $m->chat(Prompt::user('Hi'), options: ['timeout' => 2]);
+        $took = microtime(true) - $start;
+        // The deadline holds on every read, comments included: the reply so far, as a loaded model gives it.
+        $this->assertLessThanOrEqual(3.0, $took);
+        $this->assertSame(['timeout', 'Hel'], [$r->finishReason(), $r->text()]);
+        // Without a call deadline, the connection's timeout bounds each event, comments or not.
+        $m = Model::connect($this->fake('keepalive'), ['timeout' => 1]);
+        $start = microtime(true);
+        $this->assertThrows(InferenceException::class, 'did not answer within 1 s (option "timeout")', fn () => $m->chat(Prompt::user('Hi')));
+        $this->assertLessThanOrEqual(2.5, microtime(true) - $start);
+    }
+
+    public function testADrippedDescriptionEndsWithinTheConnectTimeout(): void
+    {
+        $url = $this->fake('dripprops');
+        $start = microtime(true);
+        $this->assertThrows(ModelLoadException::class, "$url did not answer within 2 s (option \"timeout\")", fn () => Model::connect($url, ['timeout' => 2]));
+        $this->assertLessThanOrEqual(3.0, microtime(true) - $start);
+    }
+
+    public function testAnswersPastTheirLimitsAreRefusedWithTheWorkersMemoryBounded(): void
+    {
+        $url = $this->fake('huge');
+        $code = <<<'PHP'
+            $m = Displace\Infer\Model::connect($argv[1]);
+            $peak = fn () => preg_match('/^VmHWM:\s+(\d+)/m', file_get_contents('/proc/self/status'), $kb) ? (int) $kb[1] : 0;
+            $base = $peak();
+            $out = [];
+            foreach (['count' => fn () => $m->countTokens('Hi'), 'embed' => fn () => $m->embedMany(['Hi'])] as $name => $call) {
+                try {
+                    $call();
+                    $out[$name] = 'no exception';
+                } catch (Throwable $e) {
+                    $out[$name] = get_class($e) . ': ' . $e->getMessage();
+                }
+            }
+            $out['grew_kb'] = $peak() - $base;
+            echo json_encode($out);
+            PHP;
+        $out = json_decode($this->phpOutput(['memory_limit' => '32M'], $code, [$url]), true);
+        $this->assertSame("Displace\\Infer\\InferenceException: $url sent a /tokenize answer of more than 4216 bytes (the most the request's text can make); nothing more was read", $out['count']);
+        $this->assertSame("Displace\\Infer\\InferenceException: $url sent an embeddings answer of more than 33554432 bytes (option \"max_response_bytes\"); nothing more was read", $out['embed']);
+        // 400 MB were offered: at most the 32 MiB limit (and its buffer's doubling) was taken.
+        $this->assertLessThan(100 * 1024, $out['grew_kb'], 'peak resident memory grew by this many KiB');
+        $this->assertThrows(ModelLoadException::class, 'option "max_response_bytes" must be an int of bytes ≥ 65536, got int 10', fn () => Model::connect($url, ['max_response_bytes' => 10]));
+    }
+
+    public function testFiguresThatDoNotFitTheRequestAreRefused(): void
+    {
+        $url = $this->fake('bigcount');
+        $this->assertThrows(InferenceException::class, "$url sent tokens_predicted = 4294967295, more than the 2 tokens asked for (maxTokens 1, plus 1), which does not fit the request; the answer was refused", fn () => Model::connect($url)->raw('Hi', maxTokens: 1));
+    }
+
+    public function testConnectIsRefusedWhereAllowUrlFopenIsOff(): void
+    {
+        $url = $this->fake('garbage');
+        $code = 'try { Displace\Infer\Model::connect($argv[1]); echo "connected"; } catch (Throwable $e) { echo get_class($e), ": ", $e->getMessage(); }';
+        $this->assertSame(
+            'Displace\Infer\ModelLoadException: Model::connect() reads from a URL, which this PHP forbids (allow_url_fopen is off); set allow_url_fopen=1 in php.ini to connect to a server',
+            $this->phpOutput(['allow_url_fopen' => '0'], $code, [$url]),
+        );
+        $this->assertSame('connected', $this->phpOutput(['allow_url_fopen' => '1'], $code, [$url]));
+    }
+
+    public function testAnErrorPageIsQuotedShortOnOneLine(): void
+    {
+        $url = $this->fake('forbidden');
+        $e = $this->assertThrows(ModelLoadException::class, "$url answered HTTP 403: 403 Forbidden Forbidden internal path", fn () => Model::connect($url));
+        $quoted = substr($e->getMessage(), strlen("$url answered HTTP 403: "), -strlen(' (check option "api_key")'));
+        $this->assertLessThanOrEqual(201, mb_strlen($quoted), $quoted);
+        $this->assertStringEndsWith('…', $quoted);
+        $this->assertDoesNotMatchRegularExpression('/[<>\x00-\x1f]/', $quoted);
     }
 
     public function testTlsFailureIsNamed(): void

@@ -28,12 +28,16 @@ pub enum RemoteError {
         engine: &'static str,
         detail: String,
     },
-    #[error("{url} sent {what} of more than {limit} bytes, more than this client reads; nothing more was read")]
+    #[error("{url} sent {what} of more than {limit} bytes ({name}); nothing more was read")]
     TooLarge {
         url: String,
         what: &'static str,
         limit: u64,
+        /// The limit, as the caller can change it or look it up.
+        name: &'static str,
     },
+    #[error("{url} sent {figure}, which does not fit the request; the answer was refused")]
+    Implausible { url: String, figure: String },
     #[error("the stream from {url} ended without its final event (the server closed the connection mid-reply)")]
     Truncated { url: String },
     #[error("the server at {url} reported an error mid-stream: {message}")]

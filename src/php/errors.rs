@@ -17,6 +17,9 @@ pub enum LoadCallError {
     /// Worded as PHP's own warning for file functions.
     #[error("open_basedir restriction in effect. File({}) is not within the allowed path(s): ({allowed})", .path.display())]
     OpenBasedir { path: PathBuf, allowed: String },
+    /// PHP forbids its scripts to read from URLs; connecting is one.
+    #[error("Model::connect() reads from a URL, which this PHP forbids (allow_url_fopen is off); set allow_url_fopen=1 in php.ini to connect to a server")]
+    UrlFopenOff,
     #[error(transparent)]
     Engine(#[from] LoadError),
 }

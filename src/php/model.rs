@@ -210,12 +210,17 @@ impl Model {
     /// run by the server, with schemas and grammars enforced exactly as in
     /// this process. Options: `model` (the served model's name; default:
     /// the server's only one), `api_key` (sent as a bearer token), `timeout`
-    /// (seconds to connect and to wait for each part of an answer, default
-    /// 120), `retries` (of requests refused unserved, default 2), `engine`
+    /// (seconds: the most connecting, and each request for a JSON answer,
+    /// take whole, and each event of a reply takes to arrive; default 120), `retries` (of requests refused unserved, default 2), `engine`
     /// (`'llama-server'`, `'vllm'` or `'sglang'`; default: asked of the
-    /// server), `verify_tls` (bool, true).
+    /// server), `verify_tls` (bool, true), `max_response_bytes` (the most
+    /// one JSON answer may weigh, default 32 MiB). Refused where
+    /// `allow_url_fopen` is off.
     #[php(defaults(options = OptionsArg::none()))]
     pub fn connect(baseUrl: Binary<u8>, options: OptionsArg<'_>) -> PhpResult<Self> {
+        if !super::settings::url_fopen_allowed() {
+            return Err(super::errors::LoadCallError::UrlFopenOff.into());
+        }
         let url = convert::utf8(baseUrl.into()).map_err(|offset| {
             super::errors::LoadCallError::InvalidOption {
                 key: "baseUrl".to_owned(),

@@ -669,7 +669,12 @@ pub const CONNECT_KEYS: &[&str] = &[
     "retries",
     "engine",
     "verify_tls",
+    "max_response_bytes",
 ];
+
+/// The least `max_response_bytes` may be: a server's description and an
+/// error's excerpt fit in it.
+pub const MIN_RESPONSE_BYTES: i64 = 64 * 1024;
 
 /// The most `retries` may be: each waits twice as long as the one before.
 pub const MAX_RETRIES: i64 = 10;
@@ -727,6 +732,18 @@ pub fn connect_params(
                 );
             }
             "verify_tls" => params.verify_tls = flag(&key, value)?,
+            "max_response_bytes" => {
+                params.max_response = convert::int(value)
+                    .filter(|n| *n >= MIN_RESPONSE_BYTES)
+                    .and_then(|n| u64::try_from(n).ok())
+                    .ok_or_else(|| {
+                        Problem::wrong(
+                            &key,
+                            &format!("an int of bytes ≥ {MIN_RESPONSE_BYTES}"),
+                            value,
+                        )
+                    })?;
+            }
             other if LOAD_KEYS.contains(&other) => {
                 return Err(Problem::new(
                     other,

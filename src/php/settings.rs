@@ -445,6 +445,13 @@ fn string(name: &CStr) -> String {
     }
 }
 
+/// Whether PHP's own `allow_url_fopen` is on: `Model::connect()` reads
+/// from a URL, which a PHP with it off forbids its scripts to do.
+pub fn url_fopen_allowed() -> bool {
+    let value = string(c"allow_url_fopen").trim().to_ascii_lowercase();
+    matches!(value.as_str(), "on" | "yes" | "true") || value.parse::<i64>().is_ok_and(|n| n != 0)
+}
+
 /// A whole-number setting whose rule it meets (checked by the caller), as
 /// a count; 0 otherwise.
 fn number(name: &CStr) -> usize {

@@ -130,8 +130,10 @@ impl Backend for Remote {
     }
 
     /// The embeddings of `texts`, in order; the server's answer is bounded
-    /// by the connection's `timeout`.
-    fn embed_many(&self, texts: &[String], _stop: StopCheck) -> InferenceResult<Vec<Vec<f32>>> {
+    /// by the connection's `timeout` and `stop`'s deadline (which ends the
+    /// call with `InferenceError::Aborted`, as in process), and weighs at
+    /// most `max_response_bytes`.
+    fn embed_many(&self, texts: &[String], stop: StopCheck) -> InferenceResult<Vec<Vec<f32>>> {
         if let Some(index) = texts.iter().position(String::is_empty) {
             return Err(InferenceError::EmptyText.in_list(List::Texts, index));
         }
@@ -156,10 +158,27 @@ impl Backend for Remote {
                 openai::embedding_request(&self.model, texts),
             ),
         };
-        let answer = self.http.post_json(path, &body, self.engine.name())?;
+        let limit = self.http.limit("an embeddings answer", None);
+        let aborted = |e: RemoteError| match e {
+            RemoteError::TimedOut { .. } if stop.due() => InferenceError::Aborted,
+            e => e.into(),
+        };
+        let name = self.engine.name();
         let vectors = match self.engine {
-            EngineKind::LlamaServer => llama_server::embeddings(&answer, texts.len()),
-            EngineKind::Vllm | EngineKind::Sglang => openai::embeddings(&answer, texts.len()),
+            EngineKind::LlamaServer => {
+                let answer = self
+                    .http
+                    .post_json(path, &body, name, stop.deadline, limit)
+                    .map_err(aborted)?;
+                llama_server::embeddings(answer, texts.len())
+            }
+            EngineKind::Vllm | EngineKind::Sglang => {
+                let answer = self
+                    .http
+                    .post_json(path, &body, name, stop.deadline, limit)
+                    .map_err(aborted)?;
+                openai::embeddings(answer, texts.len())
+            }
         };
         vectors.map_err(|d| self.bad_body(d).into())
     }
@@ -167,7 +186,7 @@ impl Backend for Remote {
     /// How many tokens `text` is, without BOS.
     fn count_tokens(&self, text: &str, parse_special: bool) -> InferenceResult<usize> {
         match self.engine {
-            EngineKind::LlamaServer => Ok(self.tokenize(text, false, parse_special)?.len()),
+            EngineKind::LlamaServer => Ok(self.tokenize(text, false, parse_special, None)?.len()),
             EngineKind::Vllm | EngineKind::Sglang => {
                 if !parse_special {
                     return Err(RemoteError::Unsupported {
@@ -177,12 +196,17 @@ impl Backend for Remote {
                     }
                     .into());
                 }
-                let answer = self.http.post_json(
+                let answer: openai::Tokenized = self.http.post_json(
                     "/tokenize",
                     &openai::tokenize_request(&self.model, text),
                     self.engine.name(),
+                    None,
+                    self.http.limit(
+                        "a /tokenize answer",
+                        Some(super::limits::tokenize_bytes(text.len())),
+                    ),
                 )?;
-                openai::token_count(&answer).map_err(|d| self.bad_body(d).into())
+                openai::token_count(&answer, text.len()).map_err(|d| self.bad_body(d).into())
             }
         }
     }

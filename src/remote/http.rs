@@ -2,21 +2,29 @@
 //! (keep-alive connections reused across calls), a bearer token, the
 //! timeout and the retries, and every transport failure turned into a
 //! [`RemoteError`] that names the server and what happened.
+//!
+//! Every wait is on a clock and every byte is counted: a request that
+//! reads a JSON answer ends, whole (connecting, sending, the headers and
+//! the body), within the connection's `timeout` or the call's deadline,
+//! whichever comes first (ureq's global timeout, which keeps running while
+//! the body is read); a streamed answer ends at the call's deadline, and
+//! each of its events must arrive within `timeout`, the comments a server
+//! sends to keep the connection open included (`super::events`). Answers
+//! are read against the limits of [`super::limits`] as their bytes arrive.
 
-use std::io::{BufRead, BufReader, Read};
-use std::time::Duration;
+use std::io::{BufReader, Read};
+use std::time::{Duration, Instant};
 
+use serde::de::DeserializeOwned;
 use serde_json::Value as Json;
 use ureq::http::Response;
 use ureq::Body;
 
+use super::events::{is_timeout, Events};
+use super::limits::{MAX_DESCRIPTION, MAX_ERROR_BODY, MAX_QUOTED_CHARS};
+use crate::backend::params::StopCheck;
 use crate::backend::RemoteError;
 
-/// The most a JSON answer may weigh (embeddings of long lists are large).
-const MAX_BODY: u64 = 512 * 1024 * 1024;
-/// The most one server-sent event may weigh (all its lines): one token's
-/// delta, or the final statistics, weigh a few kilobytes.
-const MAX_EVENT: usize = 16 * 1024 * 1024;
 /// The first pause before a retry; each retry doubles it.
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 
@@ -42,14 +50,26 @@ pub struct HttpConfig {
     /// The base URL, without a trailing slash.
     pub base: String,
     pub api_key: Option<ApiKey>,
-    /// Connecting, and each wait for bytes from the server.
+    /// The most a request for a JSON answer takes, whole, and the most
+    /// each event of a streamed answer takes to arrive.
     pub timeout: Duration,
+    /// The most a JSON answer may weigh (`max_response_bytes`).
+    pub max_response: u64,
     /// How many times a request that never reached the server (connection
     /// refused) or that it turned away as unavailable (503) is tried again.
     pub retries: u32,
     pub verify_tls: bool,
     /// Reach the server through this Unix socket, whatever the URL's host.
     pub unix_socket: Option<std::path::PathBuf>,
+}
+
+/// The most bytes an answer may weigh, and how an error names what was
+/// limited and by which setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Limit {
+    pub bytes: u64,
+    pub what: &'static str,
+    pub name: &'static str,
 }
 
 /// The connection to one server.
@@ -143,62 +163,136 @@ impl Http {
         &self.shown
     }
 
+    /// The most a JSON answer may weigh (`max_response_bytes`).
+    pub fn max_response(&self) -> u64 {
+        self.config.max_response
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}{}", self.config.base, path)
     }
 
-    /// GET `path` and read its JSON answer.
-    pub fn get_json(&self, path: &str, engine: &'static str) -> Result<Json, RemoteError> {
-        let response = self.send(path, None)?;
-        self.json_body(response, engine)
+    /// When a request for a JSON answer started now must have ended: the
+    /// connection's `timeout` from now, or `deadline` if that comes first.
+    pub fn until(&self, deadline: Option<Instant>) -> Option<Instant> {
+        let whole = Instant::now().checked_add(self.config.timeout);
+        match (whole, deadline) {
+            (Some(whole), Some(deadline)) => Some(whole.min(deadline)),
+            (whole, deadline) => whole.or(deadline),
+        }
     }
 
-    /// POST `body` to `path` and read its JSON answer.
-    pub fn post_json(
+    /// GET `path`, a description of the server (its settings, its models),
+    /// and read its JSON answer, whole, by `deadline` at the latest.
+    pub fn get_json(
+        &self,
+        path: &str,
+        engine: &'static str,
+        deadline: Option<Instant>,
+    ) -> Result<Json, RemoteError> {
+        let until = self.until(deadline);
+        let response = self.send(path, None, until)?;
+        let limit = Limit {
+            bytes: MAX_DESCRIPTION.min(self.config.max_response),
+            what: "a description of itself",
+            name: "the limit on a server's description",
+        };
+        let text = self.body_text(response, limit, engine)?;
+        self.parse(&text, engine)
+    }
+
+    /// POST `body` to `path` and read its JSON answer as a `T`, whole, by
+    /// `deadline` at the latest, in at most `limit`'s bytes.
+    pub fn post_json<T: DeserializeOwned>(
         &self,
         path: &str,
         body: &Json,
         engine: &'static str,
-    ) -> Result<Json, RemoteError> {
-        let response = self.send(path, Some(body))?;
-        self.json_body(response, engine)
+        deadline: Option<Instant>,
+        limit: Limit,
+    ) -> Result<T, RemoteError> {
+        let until = self.until(deadline);
+        let response = self.send(path, Some(body), until)?;
+        let text = self.body_text(response, limit, engine)?;
+        self.parse(&text, engine)
+    }
+
+    /// The limit of `max_response_bytes`, or `bytes` if smaller (an answer
+    /// whose size the request bounds), for the error naming `what`.
+    pub fn limit(&self, what: &'static str, bytes: Option<u64>) -> Limit {
+        match bytes {
+            Some(bytes) if bytes < self.config.max_response => Limit {
+                bytes,
+                what,
+                name: "the most the request's text can make",
+            },
+            _ => Limit {
+                bytes: self.config.max_response,
+                what,
+                name: "option \"max_response_bytes\"",
+            },
+        }
     }
 
     /// POST `body` to `path` and return the events of its answer
     /// (server-sent events), once the server has accepted the request.
-    pub fn post_events(&self, path: &str, body: &Json) -> Result<Events, RemoteError> {
-        let response = self.send(path, Some(body))?;
+    /// Reading ends at `stop`'s deadline (or interrupt).
+    pub fn post_events(
+        &self,
+        path: &str,
+        body: &Json,
+        stop: StopCheck,
+    ) -> Result<Events, RemoteError> {
+        let response = self.send(path, Some(body), stop.deadline)?;
         let status = response.status().as_u16();
-        let reader = response.into_body().into_reader();
         if status != 200 {
-            let mut text = String::new();
-            let _ = BufReader::new(reader)
-                .take(1 << 20)
-                .read_to_string(&mut text);
+            let text = self.error_body(response);
             return Err(self.status_error(status, &text));
         }
-        Ok(Events {
-            reader: Box::new(BufReader::new(reader)),
-            url: self.shown.clone(),
-            seconds: self.config.timeout.as_secs_f64(),
-            ended: false,
-        })
+        let reader = response.into_body().into_reader();
+        Ok(Events::from_reader(
+            Box::new(BufReader::new(reader)),
+            &self.shown,
+            Some(self.config.timeout),
+            stop,
+        ))
     }
 
     /// Send one request, trying again (with a growing pause) while it fails
-    /// in a way that leaves the server untouched.
-    fn send(&self, path: &str, body: Option<&Json>) -> Result<Response<Body>, RemoteError> {
+    /// in a way that leaves the server untouched; all of it, the answer's
+    /// body included, ends by `until`.
+    fn send(
+        &self,
+        path: &str,
+        body: Option<&Json>,
+        until: Option<Instant>,
+    ) -> Result<Response<Body>, RemoteError> {
         let url = self.url(path);
         let payload = body.map(Json::to_string);
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 0;
         loop {
+            let left = match until {
+                Some(until) => match until.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Err(self.timed_out()),
+                },
+                None => None,
+            };
             let result = match &payload {
                 Some(payload) => self
                     .authorised(self.agent.post(&url))
                     .content_type("application/json")
+                    .config()
+                    .timeout_global(left)
+                    .build()
                     .send(payload.as_bytes()),
-                None => self.authorised(self.agent.get(&url)).call(),
+                None => self
+                    .authorised(self.agent.get(&url))
+                    .config()
+                    .timeout_global(left)
+                    .build()
+                    .call(),
             };
             let retry = match &result {
                 Err(ureq::Error::ConnectionFailed) | Err(ureq::Error::HostNotFound) => true,
@@ -206,7 +300,8 @@ impl Http {
                 Ok(response) => response.status().as_u16() == 503,
                 Err(_) => false,
             };
-            if retry && attempt < self.config.retries {
+            let in_time = until.is_none_or(|until| Instant::now() + backoff < until);
+            if retry && in_time && attempt < self.config.retries {
                 attempt += 1;
                 std::thread::sleep(backoff);
                 backoff *= 2;
@@ -223,42 +318,69 @@ impl Http {
         }
     }
 
-    /// Read a whole answer as JSON; a status other than 200 is an error
-    /// with the server's own message.
-    fn json_body(
+    fn timed_out(&self) -> RemoteError {
+        RemoteError::TimedOut {
+            url: self.shown.clone(),
+            seconds: self.config.timeout.as_secs_f64(),
+        }
+    }
+
+    /// The start of an error page: at most [`MAX_ERROR_BODY`] bytes.
+    fn error_body(&self, response: Response<Body>) -> String {
+        let mut bytes = Vec::new();
+        let _ = response
+            .into_body()
+            .into_reader()
+            .take(MAX_ERROR_BODY)
+            .read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// Read a whole answer, at most `limit`'s bytes; a status other than
+    /// 200 is an error with the server's own message.
+    fn body_text(
         &self,
         response: Response<Body>,
+        limit: Limit,
         engine: &'static str,
-    ) -> Result<Json, RemoteError> {
+    ) -> Result<String, RemoteError> {
         let status = response.status().as_u16();
-        let text = response
+        if status != 200 {
+            let text = self.error_body(response);
+            return Err(self.status_error(status, &text));
+        }
+        response
             .into_body()
             .into_with_config()
-            .limit(MAX_BODY)
+            .limit(limit.bytes)
             .read_to_string()
             .map_err(|e| match e {
-                ureq::Error::Timeout(_) => RemoteError::TimedOut {
-                    url: self.shown.clone(),
-                    seconds: self.config.timeout.as_secs_f64(),
-                },
+                ureq::Error::Timeout(_) => self.timed_out(),
+                ureq::Error::Io(e) if is_timeout(&e) => self.timed_out(),
                 ureq::Error::BodyExceedsLimit(_) => RemoteError::TooLarge {
                     url: self.shown.clone(),
-                    what: "an answer",
-                    limit: MAX_BODY,
+                    what: limit.what,
+                    limit: limit.bytes,
+                    name: limit.name,
                 },
                 other => RemoteError::BadBody {
                     url: self.shown.clone(),
                     engine,
                     detail: format!("the body could not be read whole ({other})"),
                 },
-            })?;
-        if status != 200 {
-            return Err(self.status_error(status, &text));
-        }
-        serde_json::from_str(&text).map_err(|e| RemoteError::BadBody {
+            })
+    }
+
+    /// An answer's JSON, as a `T`.
+    fn parse<T: DeserializeOwned>(
+        &self,
+        text: &str,
+        engine: &'static str,
+    ) -> Result<T, RemoteError> {
+        serde_json::from_str(text).map_err(|e| RemoteError::BadBody {
             url: self.shown.clone(),
             engine,
-            detail: format!("{e} (body starts {:?})", preview(&text)),
+            detail: format!("{e} (body starts {:?})", quoted(text)),
         })
     }
 
@@ -292,12 +414,10 @@ impl Http {
                 url,
                 detail: e.to_string(),
             },
-            ureq::Error::Io(e) if e.kind() == std::io::ErrorKind::TimedOut => {
-                RemoteError::TimedOut {
-                    url,
-                    seconds: self.config.timeout.as_secs_f64(),
-                }
-            }
+            ureq::Error::Io(e) if is_timeout(&e) => RemoteError::TimedOut {
+                url,
+                seconds: self.config.timeout.as_secs_f64(),
+            },
             // rustls reports a failed handshake through the socket's error.
             ureq::Error::Io(e)
                 if e.kind() == std::io::ErrorKind::InvalidData
@@ -321,7 +441,8 @@ impl Http {
 }
 
 /// The message of an error body: the `message` (or `error`, or `detail`)
-/// an engine puts in its JSON, else the body itself, shortened.
+/// an engine puts in its JSON, else the body itself; either way quoted
+/// short, on one line, without markup ([`quoted`]).
 pub fn error_message(body: &str) -> String {
     let json: Option<Json> = serde_json::from_str(body).ok();
     let from_json = json.as_ref().and_then(|j| {
@@ -337,197 +458,63 @@ pub fn error_message(body: &str) -> String {
                     .or_else(|| Some(m.to_string()))
             })
     });
-    match from_json {
-        Some(message) => message,
-        None if body.trim().is_empty() => "(empty body)".to_owned(),
-        None => preview(body.trim()),
+    let text = match &from_json {
+        Some(message) => message.as_str(),
+        None => body,
+    };
+    match quoted(text) {
+        q if q.is_empty() => "(empty body)".to_owned(),
+        q => q,
     }
 }
 
-/// The first characters of a body, for an error message.
-fn preview(text: &str) -> String {
-    const MAX: usize = 200;
-    match text.char_indices().nth(MAX) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
-    }
-}
-
-/// One server-sent event's payload.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event {
-    /// A `data:` payload.
-    Data(String),
-    /// An `error:` payload (llama-server writes errors mid-stream this way).
-    Error(String),
-}
-
-/// The events of a streamed answer, read as they arrive.
-pub struct Events {
-    reader: Box<dyn BufRead + Send>,
-    url: String,
-    seconds: f64,
-    ended: bool,
-}
-
-impl std::fmt::Debug for Events {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Events").field("url", &self.url).finish()
-    }
-}
-
-impl Events {
-    /// Events read from `reader` (tests feed recorded streams this way).
-    pub fn from_reader(reader: Box<dyn BufRead + Send>, url: &str) -> Self {
-        Self {
-            reader,
-            url: url.to_owned(),
-            seconds: 0.0,
-            ended: false,
+/// Words from a server, fit to quote in an error message: HTML tags
+/// dropped, control characters and runs of white space made one space,
+/// trimmed, at most [`MAX_QUOTED_CHARS`] characters (then `…`).
+pub fn quoted(text: &str) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    let mut in_tag = false;
+    let mut space = false;
+    // A `<` is a tag's start only when a `>` follows somewhere.
+    let last_close = text.rfind('>');
+    for (at, c) in text.char_indices() {
+        if in_tag {
+            in_tag = c != '>';
+            continue;
         }
-    }
-
-    /// The next event; `None` when the body ends.
-    pub fn next_event(&mut self) -> Result<Option<Event>, RemoteError> {
-        if self.ended {
-            return Ok(None);
+        if c == '<' && last_close.is_some_and(|close| close > at) {
+            in_tag = true;
+            space = !out.is_empty();
+            continue;
         }
-        let mut data: Option<String> = None;
-        let mut error: Option<String> = None;
-        let mut bytes = Vec::new();
-        loop {
-            bytes.clear();
-            let held = data.as_ref().map_or(0, String::len) + error.as_ref().map_or(0, String::len);
-            let budget = MAX_EVENT.saturating_sub(held);
-            // At most one byte past what is left of the event's budget: a
-            // line that long is refused, not read on.
-            let read = (&mut self.reader)
-                .take(budget as u64 + 1)
-                .read_until(b'\n', &mut bytes)
-                .map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timeout")
-                    {
-                        RemoteError::TimedOut {
-                            url: self.url.clone(),
-                            seconds: self.seconds,
-                        }
-                    } else {
-                        RemoteError::Truncated {
-                            url: self.url.clone(),
-                        }
-                    }
-                })?;
-            if bytes.len() > budget {
-                self.ended = true;
-                return Err(RemoteError::TooLarge {
-                    url: self.url.clone(),
-                    what: "an event",
-                    limit: MAX_EVENT as u64,
-                });
-            }
-            let Ok(line) = std::str::from_utf8(&bytes) else {
-                self.ended = true;
-                return Err(RemoteError::Truncated {
-                    url: self.url.clone(),
-                });
-            };
-            if read == 0 {
-                self.ended = true;
-                return Ok(match (error, data) {
-                    (Some(e), _) => Some(Event::Error(e)),
-                    (None, Some(d)) => Some(Event::Data(d)),
-                    (None, None) => None,
-                });
-            }
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if let Some(e) = error.take() {
-                    return Ok(Some(Event::Error(e)));
-                }
-                if let Some(d) = data.take() {
-                    return Ok(Some(Event::Data(d)));
-                }
-                continue;
-            }
-            if line.starts_with(':') {
-                continue; // a comment (keep-alive ping)
-            }
-            let (field, value) = match line.split_once(':') {
-                Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-                None => (line, ""),
-            };
-            let slot = match field {
-                "data" => &mut data,
-                "error" => &mut error,
-                _ => continue,
-            };
-            match slot {
-                Some(text) => {
-                    text.push('\n');
-                    text.push_str(value);
-                }
-                None => *slot = Some(value.to_owned()),
-            }
+        if c.is_whitespace() || c.is_control() {
+            space = !out.is_empty();
+            continue;
         }
+        // Bidirectional overrides and other invisible formatting.
+        if matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+        {
+            continue;
+        }
+        if count + usize::from(space) >= MAX_QUOTED_CHARS {
+            out.push('…');
+            return out;
+        }
+        if space {
+            out.push(' ');
+            count += 1;
+            space = false;
+        }
+        out.push(c);
+        count += 1;
     }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn events(text: &str) -> Vec<Event> {
-        let mut events = Events::from_reader(
-            Box::new(std::io::Cursor::new(text.as_bytes().to_vec())),
-            "http://test",
-        );
-        let mut out = Vec::new();
-        while let Some(e) = events.next_event().unwrap() {
-            out.push(e);
-        }
-        out
-    }
-
-    #[test]
-    fn events_are_split_at_blank_lines_and_comments_skipped() {
-        assert_eq!(
-            events("data: {\"a\":1}\n\n: ping\n\ndata: b\ndata: c\n\nerror: {\"m\":2}\n\n"),
-            vec![
-                Event::Data("{\"a\":1}".into()),
-                Event::Data("b\nc".into()),
-                Event::Error("{\"m\":2}".into()),
-            ]
-        );
-        assert_eq!(events("data: [DONE]"), vec![Event::Data("[DONE]".into())]);
-        assert_eq!(events("data:x\r\n\r\n"), vec![Event::Data("x".into())]);
-    }
-
-    #[test]
-    fn an_event_past_the_limit_is_refused_and_reading_stops() {
-        let many_lines = format!("data: {}\n", "y".repeat(1 << 20)).repeat(17);
-        let readers: [Box<dyn BufRead + Send>; 2] = [
-            // A line that never ends.
-            Box::new(BufReader::new(std::io::repeat(b'x'))),
-            // An event of many lines that add up to more than the limit.
-            Box::new(std::io::Cursor::new(many_lines.into_bytes())),
-        ];
-        for reader in readers {
-            let mut events = Events::from_reader(reader, "http://test");
-            let e = events.next_event().unwrap_err();
-            assert!(
-                matches!(e, RemoteError::TooLarge { what: "an event", limit, .. } if limit == MAX_EVENT as u64),
-                "{e:?}"
-            );
-            assert_eq!(
-                e.to_string(),
-                "http://test sent an event of more than 16777216 bytes, more than this client reads; nothing more was read"
-            );
-            assert!(matches!(events.next_event(), Ok(None)));
-        }
-        // Just under the limit is read whole.
-        let big = "z".repeat(MAX_EVENT - 100);
-        assert_eq!(events(&format!("data: {big}\n\n")), vec![Event::Data(big)]);
-    }
 
     #[test]
     fn urls_lose_their_credentials_and_are_checked() {
@@ -573,7 +560,26 @@ mod tests {
             error_message(r#"{"error":"Invalid API Key"}"#),
             "Invalid API Key"
         );
-        assert_eq!(error_message("<html>oops</html>"), "<html>oops</html>");
+        assert_eq!(error_message("<html>oops</html>"), "oops");
         assert_eq!(error_message(""), "(empty body)");
+    }
+
+    #[test]
+    fn a_servers_words_are_quoted_short_on_one_line_without_markup() {
+        let page = "<html><head><title>403 Forbidden</title></head>\r\n<body>\n<h1>Forbidden</h1>\x07 secret\u{202e}</body></html>";
+        assert_eq!(error_message(page), "403 Forbidden Forbidden secret");
+        let long = format!("{{\"error\":{{\"message\":\"{}\"}}}}", "a\\n".repeat(500));
+        let message = error_message(&long);
+        assert!(message.chars().count() <= MAX_QUOTED_CHARS + 1, "{message}");
+        assert!(
+            message.ends_with('…') && !message.contains('\n'),
+            "{message}"
+        );
+        // A `<` that opens no tag stays.
+        assert_eq!(quoted("1 < 2"), "1 < 2");
+        assert_eq!(
+            quoted("x".repeat(300).as_str()),
+            format!("{}…", "x".repeat(MAX_QUOTED_CHARS))
+        );
     }
 }

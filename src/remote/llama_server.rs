@@ -116,13 +116,28 @@ pub fn lora_field(adapters: &[ServerAdapter], choice: &[(String, f32)]) -> Resul
     ))
 }
 
-/// The tokens of a `/tokenize` answer.
-pub fn tokens(answer: &Json) -> Result<Vec<i64>, String> {
-    answer
-        .get("tokens")
-        .and_then(Json::as_array)
-        .and_then(|ids| ids.iter().map(Json::as_i64).collect::<Option<Vec<_>>>())
-        .ok_or_else(|| "a /tokenize answer without a list of token ids".to_owned())
+/// A `/tokenize` answer, read straight into its list of ids.
+#[derive(Debug, serde::Deserialize)]
+pub struct Tokenized {
+    tokens: Vec<i64>,
+}
+
+/// The tokens of a `/tokenize` answer for a text of `text_bytes` bytes:
+/// no more than such a text can make, each a token id (≥ 0).
+pub fn tokens(answer: Tokenized, text_bytes: usize) -> Result<Vec<i64>, String> {
+    let most = crate::remote::limits::most_tokens(text_bytes);
+    if answer.tokens.len() > most {
+        return Err(format!(
+            "a /tokenize answer of {} tokens for a text of {text_bytes} bytes (at most {most})",
+            answer.tokens.len()
+        ));
+    }
+    if let Some(id) = answer.tokens.iter().find(|id| **id < 0) {
+        return Err(format!(
+            "a /tokenize answer with token id {id}, which is negative"
+        ));
+    }
+    Ok(answer.tokens)
 }
 
 /// The body of a streamed `/completion` of `prompt` (token ids), generating
@@ -367,51 +382,119 @@ pub fn embedding_request(texts: &[String]) -> Json {
     json!({"content": texts, "embd_normalize": -1})
 }
 
-/// The vectors of an `/embeddings` answer, in the order of the texts.
-pub fn embeddings(answer: &Json, count: usize) -> Result<Vec<Vec<f32>>, String> {
-    let items = answer
-        .as_array()
-        .ok_or("an /embeddings answer that is not a list")?;
+/// One item of an embeddings answer (llama-server's list, or OpenAI's
+/// `data`), read straight into floats: no JSON tree of the numbers.
+#[derive(Debug, serde::Deserialize)]
+pub struct EmbeddingItem {
+    index: Option<u64>,
+    embedding: Option<Vector>,
+}
+
+/// An embedding as a server writes it: `[…]`, or llama-server's pooled
+/// `[[…]]` (one row), or one row per token (pooling none).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Vector {
+    Flat(Vec<f32>),
+    Rows(Vec<Vec<f32>>),
+}
+
+impl<'de> serde::Deserialize<'de> for Vector {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The first element tells which shape the list has.
+        enum First {
+            Number(f32),
+            Row(Vec<f32>),
+        }
+        impl<'de> serde::Deserialize<'de> for First {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Visit;
+                impl<'de> serde::de::Visitor<'de> for Visit {
+                    type Value = First;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a number or a list of numbers")
+                    }
+                    fn visit_f64<E>(self, v: f64) -> Result<First, E> {
+                        Ok(First::Number(v as f32))
+                    }
+                    fn visit_i64<E>(self, v: i64) -> Result<First, E> {
+                        Ok(First::Number(v as f32))
+                    }
+                    fn visit_u64<E>(self, v: u64) -> Result<First, E> {
+                        Ok(First::Number(v as f32))
+                    }
+                    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                        self,
+                        mut seq: A,
+                    ) -> Result<First, A::Error> {
+                        let mut row = Vec::new();
+                        while let Some(x) = seq.next_element::<f32>()? {
+                            row.push(x);
+                        }
+                        Ok(First::Row(row))
+                    }
+                }
+                d.deserialize_any(Visit)
+            }
+        }
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Vector;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an embedding: a list of numbers")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Vector, A::Error> {
+                match seq.next_element::<First>()? {
+                    None => Ok(Vector::Flat(Vec::new())),
+                    Some(First::Number(x)) => {
+                        let mut flat = vec![x];
+                        while let Some(x) = seq.next_element::<f32>()? {
+                            flat.push(x);
+                        }
+                        Ok(Vector::Flat(flat))
+                    }
+                    Some(First::Row(row)) => {
+                        let mut rows = vec![row];
+                        while let Some(row) = seq.next_element::<Vec<f32>>()? {
+                            rows.push(row);
+                        }
+                        Ok(Vector::Rows(rows))
+                    }
+                }
+            }
+        }
+        deserializer.deserialize_seq(Visit)
+    }
+}
+
+/// The vectors of an embeddings answer's `items`, in the order of the
+/// `count` texts (an item without its index is in its place).
+pub fn embeddings(items: Vec<EmbeddingItem>, count: usize) -> Result<Vec<Vec<f32>>, String> {
+    if items.len() > count {
+        return Err(format!("{} embeddings for {count} texts", items.len()));
+    }
     let mut vectors: Vec<Option<Vec<f32>>> = vec![None; count];
-    for item in items {
+    for (position, item) in items.into_iter().enumerate() {
         let index = item
-            .get("index")
-            .and_then(Json::as_u64)
-            .and_then(|i| usize::try_from(i).ok())
+            .index
+            .map_or(Some(position), |i| usize::try_from(i).ok())
             .filter(|i| *i < count)
             .ok_or("an embedding without a valid index")?;
-        let embedding = item
-            .get("embedding")
-            .ok_or("an item without \"embedding\"")?;
         // Pooled: [[…]] (one vector); a bare […] is read the same.
-        let vector = match embedding.as_array().and_then(|a| a.first()) {
-            Some(Json::Array(_)) => {
-                if embedding.as_array().map_or(0, Vec::len) != 1 {
-                    return Err("one vector per token: the server's pooling is none; start it with --pooling mean (or cls, last)".to_owned());
-                }
-                &embedding[0]
-            }
-            _ => embedding,
+        let vector = match item.embedding.ok_or("an item without \"embedding\"")? {
+            Vector::Flat(v) => v,
+            Vector::Rows(mut rows) if rows.len() == 1 => rows.swap_remove(0),
+            Vector::Rows(_) => return Err("one vector per token: the server's pooling is none; start it with --pooling mean (or cls, last)".to_owned()),
         };
-        vectors[index] = Some(floats(vector)?);
+        vectors[index] = Some(vector);
     }
     vectors
         .into_iter()
         .enumerate()
         .map(|(i, v)| v.ok_or_else(|| format!("no embedding for text {i}")))
         .collect()
-}
-
-/// A JSON list of numbers as floats.
-pub fn floats(vector: &Json) -> Result<Vec<f32>, String> {
-    vector
-        .as_array()
-        .and_then(|a| {
-            a.iter()
-                .map(|x| x.as_f64().map(|x| x as f32))
-                .collect::<Option<Vec<_>>>()
-        })
-        .ok_or_else(|| "an embedding that is not a list of numbers".to_owned())
 }
 
 #[cfg(test)]
@@ -481,21 +564,44 @@ mod tests {
         assert!(event(r#"{"content":"","stop":true,"stop_type":"none","tokens_predicted":0,"tokens_evaluated":1}"#).is_err());
     }
 
+    fn items(answer: Json) -> Vec<EmbeddingItem> {
+        serde_json::from_value(answer).unwrap()
+    }
+
     #[test]
     fn embeddings_are_put_in_order_and_per_token_vectors_refused() {
         let answer = json!([
-            {"index": 1, "embedding": [[0.5, 1.0]]},
-            {"index": 0, "embedding": [[2.0, 3.0]]},
+            {"index": 1, "embedding": [[0.5, 1]]},
+            {"index": 0, "embedding": [2.0, 3.0]},
         ]);
         assert_eq!(
-            embeddings(&answer, 2).unwrap(),
+            embeddings(items(answer), 2).unwrap(),
             vec![vec![2.0, 3.0], vec![0.5, 1.0]]
         );
         assert!(
-            embeddings(&json!([{"index": 0, "embedding": [[1.0], [2.0]]}]), 1)
+            embeddings(items(json!([{"index": 0, "embedding": [[1.0], [2.0]]}])), 1)
                 .unwrap_err()
                 .contains("pooling")
         );
-        assert!(embeddings(&json!([{"index": 0, "embedding": [[1.0]]}]), 2).is_err());
+        assert!(embeddings(items(json!([{"index": 0, "embedding": [[1.0]]}])), 2).is_err());
+        assert_eq!(
+            embeddings(items(json!([{"embedding": [1]}, {"embedding": [2]}])), 1).unwrap_err(),
+            "2 embeddings for 1 texts"
+        );
+        assert!(serde_json::from_str::<Vec<EmbeddingItem>>(r#"[{"embedding": ["x"]}]"#).is_err());
+    }
+
+    #[test]
+    fn a_token_list_must_fit_its_text() {
+        let answer = |ids: Vec<i64>| Tokenized { tokens: ids };
+        assert_eq!(tokens(answer(vec![1, 2]), 2).unwrap(), vec![1, 2]);
+        assert_eq!(
+            tokens(answer(vec![1; 11]), 2).unwrap_err(),
+            "a /tokenize answer of 11 tokens for a text of 2 bytes (at most 10)"
+        );
+        assert_eq!(
+            tokens(answer(vec![3, -2]), 2).unwrap_err(),
+            "a /tokenize answer with token id -2, which is negative"
+        );
     }
 }

@@ -19,7 +19,11 @@
 
 mod calls;
 mod dialect;
+pub mod events;
+#[cfg(test)]
+mod hostile_tests;
 pub mod http;
+pub mod limits;
 mod llama_server;
 mod openai;
 pub mod shared;
@@ -29,7 +33,7 @@ mod tests;
 mod unix;
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value as Json};
 
@@ -40,6 +44,7 @@ pub use stream::RemoteStream;
 use self::http::{Http, HttpConfig};
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::params::GenerateParams;
+use crate::backend::FinishReason;
 use crate::backend::{Prompt, Prompts};
 use crate::chat::plain_text::{render_segments, Inputs, Markup, Piece, Segments, IMAGE_MARKER};
 use crate::chat::reasoning::Parts;
@@ -74,8 +79,9 @@ impl EngineKind {
     }
 }
 
-/// The default of the `timeout` option: seconds to connect, and to wait for
-/// each part of an answer.
+/// The default of the `timeout` option: the most `connect()` takes, and a
+/// request for a JSON answer (tokens, embeddings), whole; the most each
+/// event of a streamed reply takes to arrive.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// The default of the `retries` option.
 pub const DEFAULT_RETRIES: u32 = 2;
@@ -89,6 +95,8 @@ pub struct ConnectParams {
     pub api_key: Option<ApiKey>,
     pub timeout: Duration,
     pub retries: u32,
+    /// The most one JSON answer may weigh (`max_response_bytes`).
+    pub max_response: u64,
     /// `None`: told from the server's answers.
     pub engine: Option<EngineKind>,
     pub verify_tls: bool,
@@ -104,6 +112,7 @@ impl ConnectParams {
             api_key: None,
             timeout: DEFAULT_TIMEOUT,
             retries: DEFAULT_RETRIES,
+            max_response: limits::DEFAULT_MAX_RESPONSE,
             engine: None,
             verify_tls: true,
             unix_socket: None,
@@ -135,6 +144,8 @@ pub struct Remote {
     slot_ctx: u32,
     /// The context the model was trained for (`contextLength()`).
     trained_ctx: u32,
+    /// The vocabulary's size, when the server says (llama-server).
+    n_vocab: Option<u32>,
     llama: Option<LlamaServerInfo>,
     /// Set for the installation's shared server (`shared::ensure`).
     shared: Option<shared::Endpoint>,
@@ -145,22 +156,25 @@ pub struct Remote {
 
 impl Remote {
     /// Connect to the server at `params.url`: find out which engine it is
-    /// and which model it serves, and read what the calls need.
+    /// and which model it serves, and read what the calls need; all of it
+    /// within `params.timeout`.
     pub fn connect(params: ConnectParams) -> Result<Self, RemoteError> {
         let base = http::base_url(&params.url)?;
+        let deadline = Instant::now().checked_add(params.timeout);
         let http = Http::new(HttpConfig {
             base,
             api_key: params.api_key.clone(),
             timeout: params.timeout,
+            max_response: params.max_response,
             retries: params.retries,
             verify_tls: params.verify_tls,
             unix_socket: params.unix_socket.clone(),
         });
         let engine = match params.engine {
             Some(engine) => engine,
-            None => detect(&http)?,
+            None => detect(&http, deadline)?,
         };
-        let models = http.get_json("/v1/models", engine.name())?;
+        let models = http.get_json("/v1/models", engine.name(), deadline)?;
         let served = openai::served_models(&models).map_err(|detail| RemoteError::BadBody {
             url: http.shown().to_owned(),
             engine: engine.name(),
@@ -169,7 +183,7 @@ impl Remote {
         let chosen = choose_model(&http, &served, params.model.as_deref())?;
         let (slot_ctx, trained_ctx, llama) = match engine {
             EngineKind::LlamaServer => {
-                let props = http.get_json("/props", engine.name())?;
+                let props = http.get_json("/props", engine.name(), deadline)?;
                 let info =
                     llama_server::Props::read(&props).map_err(|detail| RemoteError::BadBody {
                         url: http.shown().to_owned(),
@@ -206,6 +220,7 @@ impl Remote {
             model: chosen.id,
             slot_ctx,
             trained_ctx,
+            n_vocab: chosen.n_vocab,
             llama,
             shared: None,
             shared_state: None,
@@ -265,10 +280,21 @@ impl Remote {
     fn start(&self, prompt: Prompt<'_>, params: GenerateParams) -> InferenceResult<RemoteStream> {
         // In use from before the request until the generation ends.
         let in_use = self.shared_state.clone().map(InUse::start);
-        let mut stream = match prompt {
+        let stop = params.stop_check;
+        let top = params.logprobs.map(|l| l.top);
+        let started = match prompt {
             Prompt::Chat(messages) => self.start_chat(messages, params),
             Prompt::Text { text, add_bos } => self.start_raw(text, add_bos, params),
-        }?;
+        };
+        let mut stream = match started {
+            // The call's deadline came before the reply began (in the
+            // prompt's tokenization, or while the server read it): the call
+            // ends as a local one does, with nothing generated.
+            Err(InferenceError::Remote(RemoteError::TimedOut { .. })) if stop.due() => {
+                RemoteStream::ended(FinishReason::Timeout, 0, None, top)
+            }
+            other => other?,
+        };
         stream.hold(in_use);
         Ok(stream)
     }
@@ -286,7 +312,7 @@ impl Remote {
                 if segments.images().next().is_some() {
                     return self.complete_with_images(&segments, params, Some(parts));
                 }
-                let tokens = self.segment_tokens(&segments)?;
+                let tokens = self.segment_tokens(&segments, params.stop_check.deadline)?;
                 self.complete_tokens(tokens, params, Some(parts))
             }
             EngineKind::Vllm | EngineKind::Sglang => {
@@ -314,7 +340,7 @@ impl Remote {
     ) -> InferenceResult<RemoteStream> {
         match self.engine {
             EngineKind::LlamaServer => {
-                let tokens = self.tokenize(prompt, add_bos, true)?;
+                let tokens = self.tokenize(prompt, add_bos, true, params.stop_check.deadline)?;
                 self.complete_tokens(tokens, params, None)
             }
             EngineKind::Vllm | EngineKind::Sglang => {
@@ -413,7 +439,7 @@ impl Remote {
         self.llama.as_ref().map_or(&[][..], |l| {
             l.adapters.get_or_init(|| {
                 self.http
-                    .get_json("/lora-adapters", self.engine.name())
+                    .get_json("/lora-adapters", self.engine.name(), None)
                     .map(|a| llama_server::adapters(&a))
                     .unwrap_or_default()
             })
@@ -442,19 +468,26 @@ impl Remote {
         })
     }
 
-    /// llama-server's tokens of `text`.
+    /// llama-server's tokens of `text`, by `deadline` at the latest; the
+    /// answer is bounded by what the text can make.
     fn tokenize(
         &self,
         text: &str,
         add_special: bool,
         parse_special: bool,
+        deadline: Option<Instant>,
     ) -> InferenceResult<Vec<i64>> {
         let answer = self.http.post_json(
             "/tokenize",
             &json!({"content": text, "add_special": add_special, "parse_special": parse_special}),
             self.engine.name(),
+            deadline,
+            self.http.limit(
+                "a /tokenize answer",
+                Some(limits::tokenize_bytes(text.len())),
+            ),
         )?;
-        llama_server::tokens(&answer).map_err(|d| self.bad_body(d).into())
+        llama_server::tokens(answer, text.len()).map_err(|d| self.bad_body(d).into())
     }
 
     /// A conversation rendered as the local engine renders it: strings from
@@ -491,37 +524,51 @@ impl Remote {
             },
             trusted,
             render,
-            Markup::Asked(Box::new(|strings| self.markup_flags(strings))),
+            Markup::Asked(Box::new(|strings| {
+                self.markup_flags(strings, params.stop_check.deadline)
+            })),
         )
     }
 
     /// Whether each of `strings` holds control-token markup. All of them
     /// are asked at once first (two requests); only when that finds markup
     /// is each asked on its own.
-    fn markup_flags(&self, strings: &[String]) -> InferenceResult<Vec<bool>> {
+    fn markup_flags(
+        &self,
+        strings: &[String],
+        deadline: Option<Instant>,
+    ) -> InferenceResult<Vec<bool>> {
         if strings.is_empty() {
             return Ok(Vec::new());
         }
-        if !self.holds_markup(&strings.join("\n"))? {
+        if !self.holds_markup(&strings.join("\n"), deadline)? {
             return Ok(vec![false; strings.len()]);
         }
-        strings.iter().map(|s| self.holds_markup(s)).collect()
+        strings
+            .iter()
+            .map(|s| self.holds_markup(s, deadline))
+            .collect()
     }
 
-    fn holds_markup(&self, text: &str) -> InferenceResult<bool> {
+    fn holds_markup(&self, text: &str, deadline: Option<Instant>) -> InferenceResult<bool> {
         if text.is_empty() {
             return Ok(false);
         }
-        Ok(self.tokenize(text, false, true)? != self.tokenize(text, false, false)?)
+        Ok(self.tokenize(text, false, true, deadline)?
+            != self.tokenize(text, false, false, deadline)?)
     }
 
     /// The tokens of a rendered conversation, as `Model::chat_input`
     /// makes them.
-    fn segment_tokens(&self, segments: &Segments) -> InferenceResult<Vec<i64>> {
+    fn segment_tokens(
+        &self,
+        segments: &Segments,
+        deadline: Option<Instant>,
+    ) -> InferenceResult<Vec<i64>> {
         let info = self.llama()?;
         segments.tokens(
             info.renderer.writes_bos(),
-            |text, add_bos, special| self.tokenize(text, add_bos, special),
+            |text, add_bos, special| self.tokenize(text, add_bos, special, deadline),
             || InferenceError::ImageFailed {
                 detail: "internal: images reached the token path".into(),
             },
@@ -577,11 +624,14 @@ impl Remote {
         // checked with the text's, and the server refuses the rest.
         let mut counted = segments.images().count();
         for (piece, _) in segments.parts() {
-            counted += self.tokenize(piece, false, true)?.len();
+            counted += self
+                .tokenize(piece, false, true, params.stop_check.deadline)?
+                .len();
         }
         let n_predict = self.budget(counted, &params)?;
         if n_predict == 0 {
-            return Ok(RemoteStream::ended_at_context(
+            return Ok(RemoteStream::ended(
+                FinishReason::Length,
                 counted as u32,
                 parts,
                 params.logprobs.map(|l| l.top),
@@ -597,7 +647,7 @@ impl Remote {
             .collect::<InferenceResult<Vec<String>>>()?;
         let mut body = llama_server::completion_request(&[], &params, n_predict);
         body["prompt"] = json!({"prompt_string": text, "multimodal_data": files});
-        self.stream_completion(body, &params, counted as u32, parts)
+        self.stream_completion(body, &params, n_predict, counted as u32, parts)
     }
 
     /// Post `body` to llama-server's `/completion` and read its events.
@@ -605,6 +655,7 @@ impl Remote {
         &self,
         mut body: Json,
         params: &GenerateParams,
+        n_predict: u32,
         prompt_tokens: u32,
         parts: Option<Parts>,
     ) -> InferenceResult<RemoteStream> {
@@ -617,7 +668,9 @@ impl Remote {
                 }
             })?;
         }
-        let events = self.http.post_events("/completion", &body)?;
+        let events = self
+            .http
+            .post_events("/completion", &body, params.stop_check)?;
         Ok(RemoteStream::new(
             events,
             stream::Wire::LlamaServer,
@@ -625,7 +678,7 @@ impl Remote {
             params.stop_check,
             prompt_tokens,
             parts,
-            params.logprobs.map(|l| l.top),
+            self.asked(n_predict, params),
         ))
     }
 
@@ -639,14 +692,15 @@ impl Remote {
         let n_predict = self.budget(tokens.len(), &params)?;
         let prompt_tokens = tokens.len() as u32;
         if n_predict == 0 {
-            return Ok(RemoteStream::ended_at_context(
+            return Ok(RemoteStream::ended(
+                FinishReason::Length,
                 prompt_tokens,
                 parts,
                 params.logprobs.map(|l| l.top),
             ));
         }
         let body = llama_server::completion_request(&tokens, &params, n_predict);
-        self.stream_completion(body, &params, prompt_tokens, parts)
+        self.stream_completion(body, &params, n_predict, prompt_tokens, parts)
     }
 
     fn start_openai(
@@ -658,7 +712,7 @@ impl Remote {
         chat: bool,
     ) -> InferenceResult<RemoteStream> {
         self.check_context(params.n_ctx)?;
-        let events = self.http.post_events(path, &body)?;
+        let events = self.http.post_events(path, &body, params.stop_check)?;
         Ok(RemoteStream::new(
             events,
             stream::Wire::OpenAi {
@@ -669,8 +723,17 @@ impl Remote {
             params.stop_check,
             0,
             parts,
-            params.logprobs.map(|l| l.top),
+            self.asked(params.max_tokens, &params),
         ))
+    }
+
+    /// What a reply of at most `max_tokens` tokens may claim.
+    fn asked(&self, max_tokens: u32, params: &GenerateParams) -> limits::Asked {
+        limits::Asked {
+            max_tokens,
+            top: params.logprobs.map(|l| l.top),
+            n_vocab: self.n_vocab,
+        }
     }
 
     /// `nCtx` must fit one of the server's slots (when it says how large).
@@ -704,8 +767,8 @@ impl Remote {
 /// Which engine answers: llama-server publishes `/props` with its
 /// generation settings; vLLM and SGLang name themselves as the owner of
 /// their models.
-fn detect(http: &Http) -> Result<EngineKind, RemoteError> {
-    match http.get_json("/props", "llama-server") {
+fn detect(http: &Http, deadline: Option<Instant>) -> Result<EngineKind, RemoteError> {
+    match http.get_json("/props", "llama-server", deadline) {
         Ok(props) if props.get("default_generation_settings").is_some() => {
             return Ok(EngineKind::LlamaServer)
         }
@@ -714,7 +777,7 @@ fn detect(http: &Http) -> Result<EngineKind, RemoteError> {
         Err(RemoteError::BadBody { .. }) => {}
         Err(e) => return Err(e),
     }
-    let models = http.get_json("/v1/models", "an OpenAI-compatible server")?;
+    let models = http.get_json("/v1/models", "an OpenAI-compatible server", deadline)?;
     let owners = openai::owners(&models);
     if owners.iter().any(|o| o == "vllm") {
         Ok(EngineKind::Vllm)

@@ -11,7 +11,7 @@
 use serde_json::{json, Map, Value as Json};
 
 use super::dialect;
-use super::llama_server::{byte_list, floats, served_token};
+use super::llama_server::{byte_list, served_token, EmbeddingItem};
 use super::EngineKind;
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::generation::{TokenLogprob, TopLogprob};
@@ -31,6 +31,8 @@ pub struct ServedModel {
     pub max_model_len: Option<u32>,
     /// llama-server's `meta.n_ctx_train`.
     pub trained_ctx: Option<u32>,
+    /// llama-server's `meta.n_vocab`: the token ids it may send.
+    pub n_vocab: Option<u32>,
 }
 
 /// The models of a `/v1/models` answer.
@@ -61,6 +63,7 @@ pub fn served_models(answer: &Json) -> Result<Vec<ServedModel>, String> {
                     .unwrap_or_default(),
                 max_model_len: number(m.get("max_model_len")),
                 trained_ctx: number(m.pointer("/meta/n_ctx_train")),
+                n_vocab: number(m.pointer("/meta/n_vocab")).filter(|n| *n > 0),
             })
         })
         .collect()
@@ -85,18 +88,28 @@ pub fn tokenize_request(model: &str, text: &str) -> Json {
     json!({"model": model, "prompt": text, "add_special_tokens": false})
 }
 
-pub fn token_count(answer: &Json) -> Result<usize, String> {
-    answer
-        .get("count")
-        .and_then(Json::as_u64)
-        .or_else(|| {
-            answer
-                .get("tokens")
-                .and_then(Json::as_array)
-                .map(|t| t.len() as u64)
-        })
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| "a /tokenize answer without \"count\" or \"tokens\"".to_owned())
+/// vLLM's `/tokenize` answer: the count, and the ids (read as a list of
+/// numbers, not a JSON tree).
+#[derive(Debug, serde::Deserialize)]
+pub struct Tokenized {
+    count: Option<u64>,
+    tokens: Option<Vec<i64>>,
+}
+
+/// How many tokens a `/tokenize` answer for a text of `text_bytes` bytes
+/// says: no more than such a text can make.
+pub fn token_count(answer: &Tokenized, text_bytes: usize) -> Result<usize, String> {
+    let count = answer
+        .count
+        .or_else(|| answer.tokens.as_ref().map(|t| t.len() as u64))
+        .ok_or("a /tokenize answer without \"count\" or \"tokens\"")?;
+    let most = super::limits::most_tokens(text_bytes);
+    match usize::try_from(count) {
+        Ok(count) if count <= most => Ok(count),
+        _ => Err(format!(
+            "a /tokenize answer of {count} tokens for a text of {text_bytes} bytes (at most {most})"
+        )),
+    }
 }
 
 /// The sampling fields shared by both endpoints. At temperature 0 the
@@ -251,30 +264,15 @@ pub fn embedding_request(model: &str, texts: &[String]) -> Json {
     json!({"model": model, "input": texts, "encoding_format": "float"})
 }
 
+/// A `/v1/embeddings` answer, its vectors read straight into floats.
+#[derive(Debug, serde::Deserialize)]
+pub struct Embeddings {
+    data: Vec<EmbeddingItem>,
+}
+
 /// The vectors of a `/v1/embeddings` answer, in the order of the texts.
-pub fn embeddings(answer: &Json, count: usize) -> Result<Vec<Vec<f32>>, String> {
-    let data = answer
-        .get("data")
-        .and_then(Json::as_array)
-        .ok_or("an /v1/embeddings answer without \"data\"")?;
-    let mut vectors: Vec<Option<Vec<f32>>> = vec![None; count];
-    for (position, item) in data.iter().enumerate() {
-        let index = item
-            .get("index")
-            .and_then(Json::as_u64)
-            .map_or(Some(position), |i| usize::try_from(i).ok())
-            .filter(|i| *i < count)
-            .ok_or("an embedding with an index out of range")?;
-        vectors[index] = Some(floats(
-            item.get("embedding")
-                .ok_or("an item without \"embedding\"")?,
-        )?);
-    }
-    vectors
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| v.ok_or_else(|| format!("no embedding for text {i}")))
-        .collect()
+pub fn embeddings(answer: Embeddings, count: usize) -> Result<Vec<Vec<f32>>, String> {
+    super::llama_server::embeddings(answer.data, count)
 }
 
 /// How a choice ended: the reason and what stopped it.

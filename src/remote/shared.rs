@@ -335,6 +335,7 @@ fn start(
         base: "http://localhost".to_owned(),
         api_key: None,
         timeout: Duration::from_secs(2),
+        max_response: super::limits::DEFAULT_MAX_RESPONSE,
         retries: 0,
         verify_tls: true,
         unix_socket: Some(socket.clone()),
@@ -386,7 +387,7 @@ fn start(
                 });
             }
             // llama-server answers 503 while it loads, 200 once it serves.
-            Some(r) if probe.get_json("/health", "llama-server").is_ok() => {
+            Some(r) if probe.get_json("/health", "llama-server", None).is_ok() => {
                 state::mark_used(dir);
                 return Ok(endpoint(dir, key, r.server.pid));
             }

@@ -1,11 +1,14 @@
 //! A remote generation read event by event: the server streams every reply
 //! (server-sent events), and the pieces handed out are cut from the text
 //! received as a local stream cuts them (a `<think>` tag is released whole).
-//! Between two events the caller's deadline and interrupt are checked; a
-//! stream that stops early (cancelled, timed out) closes the connection, and
-//! the server stops generating.
+//! The caller's deadline and interrupt are checked between two events and
+//! while one arrives (see `events::Events`); a stream that stops early
+//! (cancelled, timed out) closes the connection, and the server stops
+//! generating. What the server claims (tokens generated, cached, each
+//! token's probabilities) must fit what was asked (`limits::Asked`).
 
-use super::http::{Event, Events};
+use super::events::{Event, Events};
+use super::limits::Asked;
 use super::{llama_server, openai, EngineKind};
 use crate::backend::error::{InferenceError, InferenceResult};
 use crate::backend::generation::{FinishReason, Generation};
@@ -41,6 +44,11 @@ pub struct RemoteStream {
     prompt_tokens: u32,
     /// Tokens generated so far, as the server counts them.
     generated: u32,
+    /// What the request asked, which the server's figures must fit; the
+    /// events, and the tokens with probabilities, received so far.
+    asked: Asked,
+    events: u32,
+    tokens_with_logprobs: u64,
     /// The probabilities received, when they were asked for, and how many
     /// of the most likely tokens each lists (the server lists at least 1).
     logprobs: Option<Vec<TokenLogprob>>,
@@ -75,8 +83,9 @@ impl RemoteStream {
         stop_check: StopCheck,
         prompt_tokens: u32,
         parts: Option<Parts>,
-        top_logprobs: Option<u32>,
+        asked: Asked,
     ) -> Self {
+        let top_logprobs = asked.top;
         Self {
             state: State::Running(events),
             wire,
@@ -88,6 +97,9 @@ impl RemoteStream {
             top_logprobs: top_logprobs.unwrap_or(0) as usize,
             prompt_tokens,
             generated: 0,
+            asked,
+            events: 0,
+            tokens_with_logprobs: 0,
             ending: None,
             usage: None,
             began: Instant::now(),
@@ -103,14 +115,21 @@ impl RemoteStream {
         }
     }
 
-    /// A generation with no room left in the context: nothing is asked of
-    /// the server.
-    pub(super) fn ended_at_context(
+    /// A generation that ends before any request for it (no room left in
+    /// the context, or the deadline came first), with `finish`.
+    pub(super) fn ended(
+        finish: FinishReason,
         prompt_tokens: u32,
         parts: Option<Parts>,
         top_logprobs: Option<u32>,
     ) -> Self {
-        let nothing = Events::from_reader(Box::new(std::io::empty()), "");
+        let nothing =
+            Events::from_reader(Box::new(std::io::empty()), "", None, StopCheck::default());
+        let asked = Asked {
+            max_tokens: 0,
+            top: top_logprobs,
+            n_vocab: None,
+        };
         let mut stream = Self::new(
             nothing,
             Wire::LlamaServer,
@@ -118,9 +137,9 @@ impl RemoteStream {
             StopCheck::default(),
             prompt_tokens,
             parts,
-            top_logprobs,
+            asked,
         );
-        stream.end(FinishReason::Length);
+        stream.end(finish);
         stream
     }
 
@@ -197,8 +216,21 @@ impl RemoteStream {
         };
         let event = match events.next_event() {
             Ok(event) => event,
+            // The deadline came while an event was on its way.
+            Err(RemoteError::TimedOut { .. }) if self.stop_check.due() => {
+                self.end(FinishReason::Timeout);
+                return Ok(());
+            }
             Err(e) => return Err(self.fail(e.into())),
         };
+        self.events = self.events.saturating_add(1);
+        if self.events > self.asked.most_events() {
+            let figure = format!(
+                "{} events, more than a reply of {} tokens sends",
+                self.events, self.asked.max_tokens
+            );
+            return Err(self.fail(self.implausible(figure).into()));
+        }
         let outcome = match event {
             None => Err(RemoteError::Truncated {
                 url: self.url.clone(),
@@ -212,6 +244,18 @@ impl RemoteStream {
         outcome.map_err(|e| self.fail(e.into()))
     }
 
+    fn implausible(&self, figure: String) -> RemoteError {
+        RemoteError::Implausible {
+            url: self.url.clone(),
+            figure,
+        }
+    }
+
+    /// A figure the server reported must fit what was asked.
+    fn fits(&self, check: Result<(), String>) -> Result<(), RemoteError> {
+        check.map_err(|figure| self.implausible(figure))
+    }
+
     fn bad(&self, engine: &'static str, detail: String) -> RemoteError {
         RemoteError::BadBody {
             url: self.url.clone(),
@@ -221,8 +265,17 @@ impl RemoteStream {
     }
 
     /// The probabilities of the tokens of the text just received, which
-    /// ends where the text now ends (kept when they were asked for).
-    fn took(&mut self, logprobs: Vec<TokenLogprob>) {
+    /// ends where the text now ends (kept when they were asked for): no
+    /// more tokens than the reply may have, each one checked.
+    fn took(&mut self, logprobs: Vec<TokenLogprob>) -> Result<(), RemoteError> {
+        self.tokens_with_logprobs += logprobs.len() as u64;
+        self.fits(
+            self.asked
+                .tokens("tokens with log-probabilities", self.tokens_with_logprobs),
+        )?;
+        for token in &logprobs {
+            self.fits(self.asked.token(token))?;
+        }
         if let Some(kept) = &mut self.logprobs {
             let end = self.text.len();
             let top = self.top_logprobs;
@@ -232,6 +285,7 @@ impl RemoteStream {
                 e
             }));
         }
+        Ok(())
     }
 
     /// Take in one `data:` payload.
@@ -241,13 +295,21 @@ impl RemoteStream {
                 Ok(llama_server::Event::Text(text, logprobs)) => {
                     self.first_text.get_or_insert_with(Instant::now);
                     self.text.push_str(&text);
-                    self.took(logprobs);
+                    self.took(logprobs)?;
                     self.generated += 1;
-                    Ok(())
+                    self.fits(
+                        self.asked
+                            .tokens("tokens streamed", u64::from(self.generated)),
+                    )
                 }
                 Ok(llama_server::Event::Final(last)) => {
+                    self.fits(
+                        self.asked
+                            .tokens("tokens_predicted", u64::from(last.tokens_generated)),
+                    )?;
+                    self.fits(self.asked.cached(last.reused_tokens, last.prompt_tokens))?;
                     self.text.push_str(&last.text);
-                    self.took(last.logprobs);
+                    self.took(last.logprobs)?;
                     self.done(
                         last.finish,
                         last.tokens_generated,
@@ -274,7 +336,7 @@ impl RemoteStream {
                     self.text.push_str(&chunk.text);
                     self.generated += 1;
                 }
-                self.took(chunk.logprobs);
+                self.took(chunk.logprobs)?;
                 if chunk.ending.is_some() {
                     self.ending = chunk.ending;
                 }
@@ -300,6 +362,13 @@ impl RemoteStream {
             },
             openai::EndError::Unknown(detail) => self.bad(engine.name(), detail),
         })?;
+        if let Some(u) = &self.usage {
+            self.fits(
+                self.asked
+                    .tokens("completion_tokens", u64::from(u.completion_tokens)),
+            )?;
+            self.fits(self.asked.cached(u.cached_tokens, u.prompt_tokens))?;
+        }
         match self.usage.take() {
             Some(u) => self.done(
                 finish,

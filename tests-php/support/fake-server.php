@@ -11,6 +11,12 @@
  *   truncated  two events, then close without the final one
  *   busy503    HTTP 503 to the first completion, then a normal reply
  *   html       GET /props answers an HTML page (not a serving engine)
+ *   keepalive  one token, then a `: keep-alive` comment every 0.5 s for a minute
+ *   dripprops  GET /props answered a byte a second
+ *   huge       POST /tokenize and /embeddings answer 400 MB, as fast as the client reads
+ *   forbidden  every request answers HTTP 403 with a long HTML page holding control characters
+ *   bigcount   a final event claiming 4294967295 tokens generated and more cached than the prompt
+ * The modes past html are the attacks of issue 61: each must end within its clock, or at its limit.
  * Usage: php fake-server.php PORT MODE [DELAY_MS]; it listens after
  * DELAY_MS (to test retries of a refused connection).
  */
@@ -56,6 +62,41 @@ function events($conn, string $events, bool $close = true): void
     }
 }
 
+/** A 200 JSON answer of 400 MB that starts with $prefix, until the client stops reading. */
+function huge($conn, string $prefix): void
+{
+    $size = 400 << 20;
+    fwrite($conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: $size\r\nConnection: close\r\n\r\n$prefix");
+    $chunk = str_repeat('1,', 1 << 19);
+    for ($sent = strlen($prefix); $sent < $size && @fwrite($conn, $chunk) !== false; $sent += strlen($chunk)) {
+    }
+    fclose($conn);
+}
+
+/** $body a byte a second. */
+function drip($conn, string $body): void
+{
+    fwrite($conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " . strlen($body) . "\r\nConnection: close\r\n\r\n");
+    foreach (str_split($body) as $byte) {
+        sleep(1);
+        if (@fwrite($conn, $byte) === false) {
+            break;
+        }
+    }
+    fclose($conn);
+}
+
+/** One token, then a keep-alive comment every 0.5 s for a minute. */
+function keepalive($conn): void
+{
+    events($conn, "data: {\"content\":\"Hel\",\"stop\":false}\n\n", false);
+    for ($i = 0; $i < 120 && @fwrite($conn, ": keep-alive\n\n") !== false; $i++) {
+        fflush($conn);
+        usleep(500000);
+    }
+    fclose($conn);
+}
+
 /** One event line that does not end: 1 MiB at a time, until the client stops reading (at most 64 MiB). */
 function endless($conn): void
 {
@@ -82,7 +123,25 @@ while ($conn = @stream_socket_accept($server, -1)) {
     [$method, $path] = explode(' ', $head) + [1 => '/'];
     $length = preg_match('/content-length: *(\d+)/i', $head, $m) ? (int) $m[1] : 0;
     $body = $length > 0 ? stream_get_contents($conn, $length) : '';
-    if ($path === '/props' && $mode === 'html') {
+    // Each slow answer in a child of its own, so that the next connection is accepted.
+    $slow = ($mode === 'keepalive' && $path === '/completion') || ($mode === 'dripprops' && $path === '/props')
+        || ($mode === 'huge' && ($path === '/tokenize' || $path === '/embeddings'));
+    if ($slow && function_exists('pcntl_fork') && pcntl_fork() !== 0) {
+        fclose($conn);
+        continue;
+    }
+    if ($mode === 'forbidden') {
+        $page = "<html><head><title>403 Forbidden</title></head>\n<body>\x07<h1>Forbidden</h1>"
+            . str_repeat("<p>internal path /srv/app/secret.conf</p>\r\n", 200) . '</body></html>';
+        respond($conn, 403, $page, 'text/html');
+    } elseif ($slow) {
+        match ($mode) {
+            'keepalive' => keepalive($conn),
+            'dripprops' => drip($conn, $props),
+            'huge' => huge($conn, $path === '/tokenize' ? '{"tokens":[' : '[{"index":0,"embedding":['),
+        };
+        exit(0);
+    } elseif ($path === '/props' && $mode === 'html') {
         respond($conn, 200, '<html><body>It works!</body></html>', 'text/html');
     } elseif ($path === '/props') {
         respond($conn, 200, $props);
@@ -98,6 +157,7 @@ while ($conn = @stream_socket_accept($server, -1)) {
             'error500' => respond($conn, 500, '{"error":{"code":500,"message":"the slot crashed","type":"server_error"}}'),
             'truncated' => events($conn, "data: {\"content\":\"Hel\",\"stop\":false}\n\ndata: {\"content\":\"lo\",\"stop\":false}\n\n"),
             'endless' => endless($conn),
+            'bigcount' => events($conn, "data: {\"content\":\"ok\",\"stop\":true,\"stop_type\":\"limit\",\"tokens_predicted\":4294967295,\"tokens_evaluated\":3}\n\n"),
             'busy503' => $completions === 1
                 ? respond($conn, 503, '{"error":{"code":503,"message":"Loading model","type":"unavailable_error"}}')
                 : events($conn, "data: {\"content\":\"ok\",\"stop\":false}\n\ndata: {\"content\":\"\",\"stop\":true,\"stop_type\":\"eos\",\"tokens_predicted\":2,\"tokens_evaluated\":3}\n\n"),
