@@ -8,6 +8,10 @@ use Displace\Infer\InferenceException;
 use Displace\Infer\Model;
 use Displace\Infer\Prompt;
 
+use function Displace\Infer\Tests\Support\free_port;
+
+require_once __DIR__ . '/support/LlamaServer.php';
+
 /**
  * Option `timeout` (seconds): the generation stops at the deadline with
  * finish reason 'timeout' and keeps what it generated; a prompt still being
@@ -99,6 +103,67 @@ final class TimeoutTest extends InferTestCase
                 };
             });
             $this->assertStringContainsString($got, $e->getMessage());
+        }
+    }
+
+    /**
+     * PHP's own time limit (max_execution_time) where PHP counts it in wall
+     * time — a thread-safe PHP on Linux, whose per-thread timer never kills a
+     * request — bounds a read blocked on a server: a server that sends one
+     * token and then only keep-alive comments holds the call until PHP's
+     * limit (1 s), not until the connection's timeout (4 s). Where PHP counts
+     * CPU time, which a blocked read does not use, the connection's timeout
+     * ends it.
+     */
+    public function testPhpsTimeLimitBoundsAReadBlockedOnAServerWhereItIsWallTime(): void
+    {
+        $port = free_port();
+        $server = proc_open(
+            [PHP_BINARY, '-n', __DIR__ . '/support/fake-server.php', (string) $port, 'keepalive'],
+            [0 => ['file', '/dev/null', 'r'], 1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']],
+            $pipes,
+        );
+        try {
+            $deadline = microtime(true) + 10;
+            while (microtime(true) < $deadline && ($socket = @stream_socket_client("tcp://127.0.0.1:$port", $errno, $errstr, 0.2)) === false) {
+                usleep(20000);
+            }
+            if (is_resource($socket)) {
+                fclose($socket);
+            }
+            $code = <<<'PHP'
+                $start = microtime(true);
+                register_shutdown_function(function () use ($start) {
+                    echo json_encode(['took' => microtime(true) - $start, 'timed_out' => error_get_last()['message'] ?? '']);
+                });
+                try {
+                    $m = Displace\Infer\Model::connect($argv[1], ['timeout' => 4]);
+                    $m->chat(Displace\Infer\Prompt::user('Hi'), maxTokens: 64);
+                } catch (Throwable $e) {
+                    echo get_class($e), ': ', $e->getMessage(), "\n";
+                }
+                PHP;
+            $proc = proc_open(
+                [PHP_BINARY, '-n', '-d', 'extension=' . DefaultModel::extension(), '-d', 'max_execution_time=1', '-d', 'display_errors=0', '-r', $code, "http://127.0.0.1:$port"],
+                [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['pipe', 'w']],
+                $child,
+            );
+            $out = (string) stream_get_contents($child[1]);
+            $err = (string) stream_get_contents($child[2]);
+            proc_close($proc);
+        } finally {
+            proc_terminate($server, 9);
+            proc_close($server);
+        }
+        $this->assertStringContainsString('took', $out, "the child said: $out; on stderr: $err");
+        $lines = explode("\n", trim($out));
+        $end = json_decode((string) end($lines), true, flags: JSON_THROW_ON_ERROR);
+        if (PHP_ZTS) {
+            $this->assertLessThan(2.0, $end['took'], $out);
+            $this->assertStringStartsWith('Maximum execution time of 1 second exceeded', $end['timed_out'], $out);
+        } else {
+            $this->assertGreaterThan(3.5, $end['took'], $out);
+            $this->assertStringContainsString('did not answer within 4 s (option "timeout")', $out);
         }
     }
 

@@ -227,7 +227,8 @@ impl Model {
                 expected: format!("is not valid UTF-8 (invalid byte at offset {offset})"),
             }
         })?;
-        let params = connect_params(url, options)?;
+        let mut params = connect_params(url, options)?;
+        params.deadline = super::timeout::wall_deadline();
         let remote = Remote::connect(params).map_err(engine::LoadError::from)?;
         Ok(Self {
             inner: Some(Arc::new(remote)),

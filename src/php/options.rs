@@ -341,6 +341,8 @@ pub fn generation_params(
     // What only PHP knows: whether the request's time limit has run out
     // (then the generation stops, and PHP reports the timeout on return).
     params.stop_check.interrupt = Some(super::timeout::interrupt());
+    // A thread-safe PHP's limit is wall time: a deadline too.
+    params.stop_check.deadline = super::timeout::within_limit(params.stop_check.deadline);
     Ok((params, parallel))
 }
 

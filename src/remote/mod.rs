@@ -102,6 +102,9 @@ pub struct ConnectParams {
     pub verify_tls: bool,
     /// Reach the server through this Unix socket (the shared server).
     pub unix_socket: Option<std::path::PathBuf>,
+    /// When the caller must have its answer whatever `timeout` says (PHP's
+    /// time limit, where it is wall time).
+    pub deadline: Option<Instant>,
 }
 
 impl ConnectParams {
@@ -116,6 +119,7 @@ impl ConnectParams {
             engine: None,
             verify_tls: true,
             unix_socket: None,
+            deadline: None,
         }
     }
 }
@@ -160,7 +164,10 @@ impl Remote {
     /// within `params.timeout`.
     pub fn connect(params: ConnectParams) -> Result<Self, RemoteError> {
         let base = http::base_url(&params.url)?;
-        let deadline = Instant::now().checked_add(params.timeout);
+        let deadline = match (Instant::now().checked_add(params.timeout), params.deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let http = Http::new(HttpConfig {
             base,
             api_key: params.api_key.clone(),
