@@ -218,6 +218,10 @@ test-php: build model embedding-model qwen-model gemma-model vision-model lora-m
 
 lint:
 	cargo fmt --all --check
+	@# A script the docs tell a reader to run keeps its run bit in git.
+	@bad=$$(git ls-files -s scripts bench examples .ci | while read -r mode _ _ f; do \
+		[ "$$mode" = 100755 ] || ! head -c2 "$$f" | grep -q '#!' || echo "$$f"; done); \
+	if [ -n "$$bad" ]; then echo "scripts with a #! line but no run bit in git (git update-index --chmod=+x):" $$bad; exit 1; fi
 	python3 scripts/import-circles.py
 	cargo clippy --release -p infer-shared --all-targets -- -D warnings
 	cargo clippy --release --all-targets -- -D warnings
