@@ -91,17 +91,28 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
 
-.PHONY: demo test test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling bench-lora
+.PHONY: demo test test-begin test-times test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling bench-lora
 
 demo: build model embedding-model vision-model lora-model
 	$(PHP_WITH_EXT) examples/demo.php
 
+# Each part of `make test` is timed (scripts/timed.sh writes
+# target/test-parts.tsv), and the last lines say what each cost: tests run,
+# failures, seconds (scripts/test-times.py; `make test-times` again).
 ifneq ($(filter 8.4 8.3 8.3-zts,$(PHP)),)
 # The core's Rust tests hold no PHP: they run once, with the machine's PHP.
-test: build model test-php
+test: test-begin build model test-php
+	@python3 scripts/test-times.py
 else
-test: build model test-rust test-php
+test: test-begin build model test-rust test-php
+	@python3 scripts/test-times.py
 endif
+
+test-begin:
+	@mkdir -p target && rm -f target/test-parts.tsv
+
+test-times:
+	@python3 scripts/test-times.py
 
 # The edit-test loop (TESTING.md): the library's unit tests, and the PHP tests
 # that need only the default model (not Qwen, Gemma or llama-server) and are
@@ -156,7 +167,7 @@ else
 # The machine's PHP's build is also copied to target/php-host/, where make
 # dist finds it after builds for other PHPs have taken target/release/.
 build: deps
-	cargo build --release $(GPU_FEATURES)
+	bash scripts/timed.sh build cargo build --release $(GPU_FEATURES)
 	mkdir -p target/php-host
 	cp target/release/libinfer.so target/php-host/infer.so.tmp && mv target/php-host/infer.so.tmp target/php-host/infer.so
 	cp target/release/infer-serve target/php-host/infer-serve.tmp && mv target/php-host/infer-serve.tmp target/php-host/infer-serve
@@ -192,8 +203,8 @@ test-rust: deps model qwen-model gemma-model xgrammar
 	# the binary's and the integration tests only: the benchmark examples (each
 	# links llama.cpp with LTO, 2 min of building) are compiled by `make lint`'s
 	# clippy and by their `make bench-*`, and the crate has no doctests.
-	cargo test --release $(CORE) --lib --tests -- --test-threads=1
-	cargo test --release -p infer-shared
+	bash scripts/timed.sh "rust (core)" cargo test --release $(CORE) --lib --tests -- --test-threads=1
+	bash scripts/timed.sh "rust (infer-shared)" cargo test --release -p infer-shared
 
 # After the extension's build: it links the libraries that build compiled.
 ifeq ($(PHP),8.4)
@@ -214,7 +225,7 @@ llama-mtmd-cli: build
 endif
 
 test-php: build model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli
-	$(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist $(PHPUNIT_EXCLUDE)
+	bash scripts/timed.sh "php suite" $(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist $(PHPUNIT_EXCLUDE) --log-junit $(CURDIR)/target/phpunit.xml
 
 lint:
 	cargo fmt --all --check
