@@ -4,7 +4,7 @@
 //! end within its clock (deadline + 1 s at most) with an error that names
 //! the limit, or the figure, that was not met.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -27,21 +27,7 @@ fn serve(answer: impl Fn(&str, &mut TcpStream) + Send + Sync + 'static) -> Strin
             let Ok(mut stream) = stream else { return };
             let answer = std::sync::Arc::clone(&answer);
             std::thread::spawn(move || {
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut head = String::new();
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    head.push_str(&line);
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
+                let (head, _) = super::tests::read_request(&stream);
                 let path = head
                     .split_whitespace()
                     .nth(1)

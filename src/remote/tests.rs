@@ -28,6 +28,27 @@ macro_rules! fixture {
 }
 
 /// One canned answer: status, content type, body.
+/// One HTTP request read from `stream`: its head (request line and
+/// headers) and its body (of the length its Content-Length says).
+pub(super) fn read_request(stream: &std::net::TcpStream) -> (String, Vec<u8>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut head = String::new();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        head.push_str(&line);
+    }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    (head, body)
+}
+
 type Answer = (u16, &'static str, &'static str);
 
 /// A server answering each path with its canned answer (404 otherwise),
@@ -46,21 +67,7 @@ impl Canned {
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
-                let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let mut head = String::new();
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    head.push_str(&line);
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
+                let (head, body) = read_request(&stream);
                 let mut words = head.split_whitespace();
                 let method = words.next().unwrap_or_default().to_owned();
                 let path = words.next().unwrap_or_default().to_owned();
