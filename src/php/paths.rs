@@ -51,7 +51,8 @@ pub fn allowed_path(path: &Path) -> Result<PathBuf, LoadCallError> {
     // An absolute path names the same file for PHP and for the kernel, and
     // is kept as given (messages and `info()` show it); a relative one is
     // PHP's working directory's.
-    let resolved = if path.is_absolute() {
+    // An empty path names no file: the loader says so.
+    let resolved = if path.is_absolute() || bytes.is_empty() {
         path.to_path_buf()
     } else {
         resolve(&c_path).ok_or_else(|| {
