@@ -185,12 +185,13 @@ final class ApacheZtsTest extends InferTestCase
     public function testConcurrentGreedyRequestsFromTheCacheAnswerAsTheCliDoes(): void
     {
         $q = 'List the colours of the rainbow and say one thing about each colour, in a numbered list. Keep each line short and simple, and start with red, which is the first colour of the rainbow.';
-        $expected = self::cliAnswer($q, 48);
+        // The replies part at their second token: 12 show it.
+        $expected = self::cliAnswer($q, 12);
         $apache = $this->start(8);
         // The first request puts the prompt in the process's cache.
-        $first = $apache->get(['case' => 'chat-cached', 'q' => $q, 'max' => '48']);
+        $first = $apache->get(['case' => 'chat-cached', 'q' => $q, 'max' => '12']);
         $this->assertSame($expected, $first['json']['result']['text'] ?? null, $first['body']);
-        $answers = $apache->getMany(array_fill(0, 16, ['case' => 'chat-cached', 'q' => $q, 'max' => '48']));
+        $answers = $apache->getMany(array_fill(0, 16, ['case' => 'chat-cached', 'q' => $q, 'max' => '12']));
         $whole = 0;
         foreach ($answers as $i => $answer) {
             $this->assertSame(200, $answer['status'], "request $i: {$answer['body']}");
