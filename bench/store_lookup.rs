@@ -54,7 +54,7 @@ fn main() {
         eprintln!("the build cannot be identified");
         std::process::exit(1);
     };
-    prefix_store::write(key, 1, &prompt(1), 0, &vec![7u8; STATE]);
+    prefix_store::write(key, 1, &prompt(1), 0, &vec![7u8; STATE], &[]);
     let Some(real) = std::fs::read_dir(&dir)
         .ok()
         .and_then(|mut r| {

@@ -94,6 +94,32 @@ final class PromptStoreTest extends InferTestCase
         return $entries[0];
     }
 
+    /**
+     * A prompt found whole in the store starts from the logits its first
+     * evaluation stored with the state, and gives a fresh evaluation's reply.
+     * Before the entries held them, the last token was evaluated again alone
+     * (llama.cpp rounds one row otherwise than a batch), and this prompt's
+     * reply differed ("The first colour of the rainbow is red.").
+     */
+    public function testAPromptFoundWholeInTheStoreGivesTheFreshReply(): void
+    {
+        $code = <<<'PHP'
+            $m = Displace\Infer\Model::load($argv[1], ['n_threads' => 1]);
+            $q = 'List the colours of the rainbow and say one thing about each colour, in a numbered list. Keep each line short and simple, and start with red, which is the first colour of the rainbow.';
+            $r = $m->chat(Displace\Infer\Prompt::user($q), maxTokens: 24, nCtx: 512, options: ['cache_prompt' => $argv[2] === 'cached']);
+            echo json_encode(['text' => $r->text(), 'cached' => $r->cachedTokens(), 'prompt' => $r->promptTokens()]);
+            PHP;
+        $ini = ['infer.prompt_cache_dir' => $this->store];
+        $run = fn (string $mode) => json_decode($this->phpOutput($ini, $code, [self::modelPath(), $mode]), true, flags: JSON_THROW_ON_ERROR);
+        $fresh = $run('fresh');
+        $first = $run('cached');
+        $this->assertSame(0, $first['cached']);
+        $this->assertCount(1, $this->entries(), 'the first process stored its prompt');
+        $second = $run('cached');
+        $this->assertSame($fresh['text'], $second['text'], 'the reply of a fresh evaluation');
+        $this->assertSame($second['prompt'], $second['cached'], 'the prompt was found whole in the store');
+    }
+
     public function testASecondProcessStartsFromWhatTheFirstStored(): void
     {
         [$first, $stats] = $this->runSteps(['calls' => [[1, 'How are you?'], [1, 'Where is it?']]]);
@@ -219,10 +245,15 @@ final class PromptStoreTest extends InferTestCase
         [[$reference]] = $this->runSteps(['calls' => [[9, $long]]]);
         $entry = $this->onlyEntry();
         $bytes = (string) file_get_contents($entry);
+        // The layout (src/engine/cache/prefix_store/): a 52-byte header
+        // (token count at 24, state length at 32, logits count at 40, CRC-32
+        // at 48), the tokens, the state, the logits. The state is zeroed and
+        // the checksum made right, so that only llama.cpp can refuse it.
         $tokens = unpack('P', $bytes, 24)[1];
         $state = unpack('P', $bytes, 32)[1];
-        $body = substr($bytes, 44, 4 * $tokens) . str_repeat("\0", $state);
-        $header = substr($bytes, 0, 40);
+        $logits = unpack('P', $bytes, 40)[1];
+        $body = substr($bytes, 52, 4 * $tokens) . str_repeat("\0", $state) . substr($bytes, 52 + 4 * $tokens + $state, 4 * $logits);
+        $header = substr($bytes, 0, 48);
         $crc = hash('crc32b', $header . $body, true);
         file_put_contents($entry, $header . strrev($crc) . $body);
         [[$first, $second], $stats] = $this->runSteps(['calls' => [[9, 'How are you?'], [9, $long]]]);
@@ -427,12 +458,14 @@ final class PromptStoreTest extends InferTestCase
         $bytes = (string) file_get_contents($entry);
         $tokens = unpack('P', substr($bytes, 24, 8))[1];
         $claim = 512 << 30;
-        $head = substr_replace(substr($bytes, 0, 44 + 4 * $tokens), pack('P', $claim), 32, 8);
+        // The 52-byte header: the state's length at 32, no logits (their
+        // count at 40), so that the file's length agrees with the claim.
+        $head = substr_replace(substr($bytes, 0, 52 + 4 * $tokens), pack('P', $claim) . pack('P', 0), 32, 16);
         file_put_contents($entry, $head);
         $f = fopen($entry, 'r+');
-        ftruncate($f, 44 + 4 * $tokens + $claim);
+        ftruncate($f, 52 + 4 * $tokens + $claim);
         fclose($f);
-        $this->assertSame(44 + 4 * $tokens + $claim, filesize($entry));
+        $this->assertSame(52 + 4 * $tokens + $claim, filesize($entry));
         [[$second], $stats] = $this->runSteps(['calls' => [[1, 'How are you?']]], flags: $flags);
         $this->assertSame('none', $second['cache']);
         $this->assertSame($first['text'], $second['text']);

@@ -73,7 +73,7 @@ pub struct Hit {
     pub tokens: Arc<[LlamaToken]>,
     pub state: Arc<SavedState>,
     /// The logits of the last of `tokens` as the evaluation that made the
-    /// state left them (`None` from the shared store, or a batch): a prompt
+    /// state left them (`None` from a batch, or an entry without them): a prompt
     /// that is the state's tokens exactly starts from these rather than
     /// evaluating its last token again alone, which llama.cpp's kernels for
     /// one row compute with another rounding than those for a batch, so
@@ -162,13 +162,14 @@ pub fn lookup(
     };
     let tokens: Arc<[LlamaToken]> = f.tokens.into();
     let state = Arc::new(f.state.into_saved());
-    cache().insert_shared(key, Arc::clone(&tokens), Arc::clone(&state), None);
+    let logits: Option<Arc<[f32]>> = f.logits.map(Arc::from);
+    cache().insert_shared(key, Arc::clone(&tokens), Arc::clone(&state), logits.clone());
     Lookup {
         hit: Some(Hit {
             common: f.common,
             tokens,
             state,
-            logits: None,
+            logits,
             source: CacheSource::Shared,
         }),
         stored,
@@ -200,7 +201,14 @@ pub fn remember(
         return;
     };
     if let Some((store_key, covered)) = to_store {
-        prefix_store::write(store_key, streams, prompt, covered, state.bytes());
+        prefix_store::write(
+            store_key,
+            streams,
+            prompt,
+            covered,
+            state.bytes(),
+            logits.unwrap_or_default(),
+        );
     }
     if in_memory {
         cache().insert_shared(key, prompt.into(), Arc::new(state), logits.map(Arc::from));

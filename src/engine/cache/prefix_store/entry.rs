@@ -10,7 +10,8 @@ use std::time::{Duration, SystemTime};
 use llama_cpp_2::token::LlamaToken;
 
 use super::{
-    StateBound, StoredState, HEADER, HEAD_TOKENS, MAGIC, STALE_TMP, SUFFIX, TMP_PREFIX, VERSION,
+    StateBound, StoredState, HEADER, HEAD_TOKENS, MAGIC, MAX_LOGITS, STALE_TMP, SUFFIX, TMP_PREFIX,
+    VERSION,
 };
 use crate::private_dir::PrivateDir;
 
@@ -129,15 +130,18 @@ pub(super) fn open_entry(
     let word = |at: usize| u64::from_le_bytes(header[at..at + 8].try_into().unwrap_or_default());
     let n_tokens = word(24);
     let state_len = word(32);
+    let n_logits = word(40);
     let expected = (HEADER as u64)
         .checked_add(n_tokens.checked_mul(4).ok_or(Reject)?)
-        .and_then(|n| n.checked_add(state_len));
+        .and_then(|n| n.checked_add(state_len))
+        .and_then(|n| n.checked_add(n_logits.checked_mul(4)?));
     let valid = &header[..8] == MAGIC
         && header[8..12] == VERSION.to_le_bytes()
         && word(16) == name.key
         && n_tokens == name.len as u64
         && state_len > 0
         && state_len <= limits.bound.max_for(name.len)
+        && n_logits <= MAX_LOGITS
         && expected == Some(len)
         && len <= limits.bytes;
     if !valid {
@@ -187,14 +191,22 @@ pub(super) fn load(
     name: &EntryName,
     limits: Limits,
     prefix: &[LlamaToken],
-) -> Result<(Vec<LlamaToken>, StoredState), Reject> {
+) -> Result<(Vec<LlamaToken>, StoredState, Vec<f32>), Reject> {
     let (mut opened, header) = open_entry(held, file, name, limits)?;
     let (tokens, token_bytes) = read_token_bytes(&mut opened, name.len)?;
     let state_len = u64::from_le_bytes(header[32..40].try_into().unwrap_or_default());
     let mut state = buffer(usize::try_from(state_len).map_err(|_| Reject)?)?;
     opened.read_exact(&mut state)?;
-    let crc = u32::from_le_bytes(header[40..44].try_into().unwrap_or_default());
-    let valid = checksum(&header[..40], &token_bytes, &state) == crc
+    let n_logits = u64::from_le_bytes(header[40..48].try_into().unwrap_or_default());
+    let mut logit_bytes = buffer(
+        usize::try_from(n_logits)
+            .ok()
+            .and_then(|n| n.checked_mul(4))
+            .ok_or(Reject)?,
+    )?;
+    opened.read_exact(&mut logit_bytes)?;
+    let crc = u32::from_le_bytes(header[48..52].try_into().unwrap_or_default());
+    let valid = checksum(&header[..48], &token_bytes, &state, &logit_bytes) == crc
         && hash_tokens(&tokens) == name.full
         && hash_tokens(&tokens[..HEAD_TOKENS]) == name.head
         && tokens.starts_with(prefix);
@@ -204,14 +216,19 @@ pub(super) fn load(
     // Most recently used last out. A file that cannot be touched is still
     // a valid entry.
     let _touched = opened.set_modified(SystemTime::now()).is_ok();
-    Ok((tokens, StoredState(state.into_boxed_slice())))
+    let logits = logit_bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    Ok((tokens, StoredState(state.into_boxed_slice()), logits))
 }
 
-pub(super) fn checksum(header: &[u8], tokens: &[u8], state: &[u8]) -> u32 {
+pub(super) fn checksum(header: &[u8], tokens: &[u8], state: &[u8], logits: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(header);
     h.update(tokens);
     h.update(state);
+    h.update(logits);
     h.finalize()
 }
 

@@ -62,10 +62,15 @@ pub const DEFAULT_MIN_TOKENS: usize = 64;
 pub const HEAD_TOKENS: usize = 16;
 
 const MAGIC: &[u8; 8] = b"INFERKV\0";
-/// The layout of an entry; any change of it changes every key.
-const VERSION: u32 = 1;
-/// Magic, version, streams, key, token count, state length, CRC-32.
-const HEADER: usize = 44;
+/// The layout of an entry; any change of it changes every key. 2: the
+/// logits of the last token follow the state.
+const VERSION: u32 = 2;
+/// Magic, version, streams, key, token count, state length, logits
+/// count, CRC-32.
+const HEADER: usize = 52;
+/// The most logits an entry may hold (a vocabulary of 4M tokens; the
+/// largest in use have about 260k): a count above it is a damaged entry.
+const MAX_LOGITS: u64 = 1 << 22;
 const SUFFIX: &str = ".kv";
 const TMP_PREFIX: &str = ".tmp-";
 /// A temporary file this old was left by a process that died mid-write.
@@ -149,6 +154,9 @@ pub struct Found {
     /// The tokens the entry holds.
     pub tokens: Vec<LlamaToken>,
     pub state: StoredState,
+    /// The logits of its last token, as the evaluation that made the state
+    /// left them (`None` when the entry holds none).
+    pub logits: Option<Vec<f32>>,
 }
 
 /// What a model's states depend on besides their tokens, the build and the
@@ -366,11 +374,18 @@ pub fn wants(len: usize, covered: usize) -> bool {
 /// Write `state`, the saved state of `tokens`, under `key`, when the store
 /// is on and they add at least its minimum to the `covered` tokens it holds
 /// already; then bring the directory back within its bound.
-pub fn write(key: u64, streams: u32, tokens: &[LlamaToken], covered: usize, state: &[u8]) {
+pub fn write(
+    key: u64,
+    streams: u32,
+    tokens: &[LlamaToken],
+    covered: usize,
+    state: &[u8],
+    logits: &[f32],
+) {
     let Some(dir) = usable_dir() else {
         return;
     };
-    let counts = dir.write(key, streams, tokens, covered, state);
+    let counts = dir.write_with(key, streams, tokens, covered, state, logits);
     store().stats.add(&counts);
 }
 
@@ -515,11 +530,12 @@ impl Dir {
         for (common, file, name) in shared {
             if lookup.found.is_none() && name.len <= max_len && common >= need {
                 match load(&held, &file, &name, limits, &prompt[..common]) {
-                    Ok((tokens, state)) => {
+                    Ok((tokens, state, logits)) => {
                         lookup.found = Some(Found {
                             common,
                             tokens,
                             state,
+                            logits: (!logits.is_empty()).then_some(logits),
                         });
                     }
                     Err(Reject) => {
@@ -539,6 +555,8 @@ impl Dir {
         (lookup, counts)
     }
 
+    /// An entry without logits (the tests' entries).
+    #[cfg(test)]
     fn write(
         &self,
         key: u64,
@@ -547,8 +565,26 @@ impl Dir {
         covered: usize,
         state: &[u8],
     ) -> Counts {
+        self.write_with(key, streams, tokens, covered, state, &[])
+    }
+
+    fn write_with(
+        &self,
+        key: u64,
+        streams: u32,
+        tokens: &[LlamaToken],
+        covered: usize,
+        state: &[u8],
+        logits: &[f32],
+    ) -> Counts {
         let mut counts = Counts::default();
-        let size = HEADER + 4 * tokens.len() + state.len();
+        let logits = if logits.len() as u64 <= MAX_LOGITS {
+            logits
+        } else {
+            &[]
+        };
+        let logit_bytes: Vec<u8> = logits.iter().flat_map(|l| l.to_le_bytes()).collect();
+        let size = HEADER + 4 * tokens.len() + state.len() + logit_bytes.len();
         if !self.wants(tokens.len(), covered) || size as u64 > self.limit {
             return counts;
         }
@@ -570,10 +606,11 @@ impl Dir {
         header[16..24].copy_from_slice(&key.to_le_bytes());
         header[24..32].copy_from_slice(&(tokens.len() as u64).to_le_bytes());
         header[32..40].copy_from_slice(&(state.len() as u64).to_le_bytes());
-        let crc = checksum(&header[..40], &token_bytes, state);
-        header[40..44].copy_from_slice(&crc.to_le_bytes());
+        header[40..48].copy_from_slice(&(logits.len() as u64).to_le_bytes());
+        let crc = checksum(&header[..48], &token_bytes, state, &logit_bytes);
+        header[48..52].copy_from_slice(&crc.to_le_bytes());
         let tmp = temporary_name();
-        let written = write_new(&held, &tmp, &[&header, &token_bytes, state])
+        let written = write_new(&held, &tmp, &[&header, &token_bytes, state, &logit_bytes])
             .and_then(|()| held.rename(&tmp, &name.to_string()));
         if written.is_err() {
             // Whatever part of it exists is of no use to anyone.
@@ -918,6 +955,41 @@ mod tests {
             .ok()
             .and_then(|p| FileId::of(&p).ok());
         assert_eq!(own_file(), exe);
+    }
+
+    /// An entry keeps the logits of its last token (a prompt found whole
+    /// starts from them, as from a fresh evaluation); a count of them past
+    /// what any vocabulary has is a damaged entry, refused and removed.
+    #[test]
+    fn the_logits_of_the_last_token_come_back_and_a_damaged_count_is_refused() {
+        let mut dir = scratch("logits");
+        dir.limit = u64::MAX;
+        let logits: Vec<f32> = (0..500).map(|i| i as f32 * 0.25 - 3.0).collect();
+        dir.write_with(KEY, 1, &prompt(1, 1), 0, &[7u8; 1000], &logits);
+        let (lookup, _) = dir.find(KEY, BOUND, &prompt(1, 1), 4096, 16);
+        let found = lookup.found.expect("found");
+        assert_eq!(found.logits.as_deref(), Some(&logits[..]));
+        assert_eq!(found.state.len(), 1000);
+        // Without logits: none come back.
+        let plain = scratch("no-logits");
+        plain.write(KEY, 1, &prompt(1, 1), 0, &[7u8; 1000]);
+        let (lookup, _) = plain.find(KEY, BOUND, &prompt(1, 1), 4096, 16);
+        assert_eq!(lookup.found.map(|f| f.logits), Some(None));
+        // A count past MAX_LOGITS, the file's length to match.
+        let path = only_entry(&dir);
+        let mut bytes = fs::read(&path).unwrap_or_default();
+        let claim = MAX_LOGITS + 1;
+        bytes[40..48].copy_from_slice(&claim.to_le_bytes());
+        fs::write(&path, &bytes[..HEADER]).ok();
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_len(HEADER as u64 + 4 * 120 + 1000 + 4 * claim))
+            .ok();
+        let (lookup, counts) = dir.find(KEY, BOUND, &prompt(1, 1), 4096, 16);
+        assert!(lookup.found.is_none());
+        assert_eq!(counts.rejected, 1);
+        assert!(!path.exists(), "removed");
     }
 
     /// An entry that claims a state far beyond what the model can need (a
