@@ -56,8 +56,9 @@ def main(argv):
         print()
     rows = parts(tsv)
     if not rows:
+        # Nothing timed (a part ran outside `make test`): not a failure.
         print(f"no parts recorded in {tsv}")
-        return 1
+        return 0
     print("| part | seconds | tests | failures |\n|---|--:|--:|--:|")
     for name, secs, tests, failures, rc in rows:
         status = "" if rc == 0 else f" (exit {rc})"
