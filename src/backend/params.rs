@@ -289,6 +289,14 @@ pub struct StopCheck {
     pub deadline: Option<Instant>,
 }
 
+/// The earlier of two deadlines, either of which may be absent.
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 impl StopCheck {
     /// Whether the generation must stop now.
     pub fn due(&self) -> bool {

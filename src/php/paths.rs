@@ -9,7 +9,7 @@
 //! process's working directory, which `open_basedir` never checked.
 
 use std::ffi::{c_char, c_int, CStr, CString};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use ext_php_rs::zend::ProcessGlobals;
@@ -87,12 +87,9 @@ fn resolve(path: &CStr) -> Option<PathBuf> {
     }
     let end = buffer.iter().position(|&b| b == 0)?;
     buffer.truncate(end);
-    (!buffer.is_empty()).then(|| {
-        PathBuf::from(std::ffi::OsString::from(
-            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&buffer),
-        ))
-    })
+    (!buffer.is_empty()).then(|| PathBuf::from(std::ffi::OsString::from_vec(buffer)))
 }
+
 /// The current `open_basedir` setting, when one is in effect.
 fn open_basedir() -> Option<String> {
     let globals = ProcessGlobals::get();

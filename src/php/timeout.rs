@@ -19,7 +19,7 @@ use std::time::Instant;
 use ext_php_rs::ffi::zend_atomic_bool;
 use ext_php_rs::zend::ExecutorGlobals;
 
-use crate::backend::params::{Interrupt, StopCheck};
+use crate::backend::params::{earliest, Interrupt, StopCheck};
 
 extern "C" {
     fn zend_atomic_bool_load(obj: *const zend_atomic_bool) -> bool;
@@ -54,10 +54,7 @@ pub fn stop_check() -> StopCheck {
 
 /// The earlier of `deadline` and PHP's own wall-clock limit.
 pub fn within_limit(deadline: Option<Instant>) -> Option<Instant> {
-    match (deadline, wall_deadline()) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    earliest(deadline, wall_deadline())
 }
 
 /// When PHP's time limit of this request runs out, where PHP counts it in

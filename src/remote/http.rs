@@ -22,7 +22,7 @@ use ureq::Body;
 
 use super::events::{is_timeout, Events};
 use super::limits::{MAX_DESCRIPTION, MAX_ERROR_BODY, MAX_QUOTED_CHARS};
-use crate::backend::params::StopCheck;
+use crate::backend::params::{earliest, StopCheck};
 use crate::backend::RemoteError;
 
 /// The first pause before a retry; each retry doubles it.
@@ -175,11 +175,7 @@ impl Http {
     /// When a request for a JSON answer started now must have ended: the
     /// connection's `timeout` from now, or `deadline` if that comes first.
     pub fn until(&self, deadline: Option<Instant>) -> Option<Instant> {
-        let whole = Instant::now().checked_add(self.config.timeout);
-        match (whole, deadline) {
-            (Some(whole), Some(deadline)) => Some(whole.min(deadline)),
-            (whole, deadline) => whole.or(deadline),
-        }
+        earliest(Instant::now().checked_add(self.config.timeout), deadline)
     }
 
     /// GET `path`, a description of the server (its settings, its models),

@@ -164,10 +164,6 @@ impl Remote {
     /// within `params.timeout`.
     pub fn connect(params: ConnectParams) -> Result<Self, RemoteError> {
         let base = http::base_url(&params.url)?;
-        let deadline = match (Instant::now().checked_add(params.timeout), params.deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
         let http = Http::new(HttpConfig {
             base,
             api_key: params.api_key.clone(),
@@ -177,6 +173,8 @@ impl Remote {
             verify_tls: params.verify_tls,
             unix_socket: params.unix_socket.clone(),
         });
+        // All of connect() ends within its timeout (or the caller's deadline).
+        let deadline = http.until(params.deadline);
         let engine = match params.engine {
             Some(engine) => engine,
             None => detect(&http, deadline)?,

@@ -49,10 +49,9 @@ pub struct RemoteStream {
     asked: Asked,
     events: u32,
     tokens_with_logprobs: u64,
-    /// The probabilities received, when they were asked for, and how many
-    /// of the most likely tokens each lists (the server lists at least 1).
+    /// The probabilities received, when they were asked for (each lists
+    /// `asked.top` of the most likely tokens; the server lists at least 1).
     logprobs: Option<Vec<TokenLogprob>>,
-    top_logprobs: usize,
     /// What an OpenAI-style stream said of its end before `[DONE]`.
     ending: Option<openai::Ending>,
     usage: Option<openai::Usage>,
@@ -94,7 +93,6 @@ impl RemoteStream {
             text: String::new(),
             release: Release::new(parts, top_logprobs.is_some()),
             logprobs: top_logprobs.map(|_| Vec::new()),
-            top_logprobs: top_logprobs.unwrap_or(0) as usize,
             prompt_tokens,
             generated: 0,
             asked,
@@ -278,7 +276,7 @@ impl RemoteStream {
         }
         if let Some(kept) = &mut self.logprobs {
             let end = self.text.len();
-            let top = self.top_logprobs;
+            let top = self.asked.top.unwrap_or(0) as usize;
             kept.extend(logprobs.into_iter().map(|mut e| {
                 e.text_end = end;
                 e.top.truncate(top);

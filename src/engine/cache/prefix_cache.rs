@@ -296,13 +296,6 @@ pub fn wants(owner: Key, tokens: &[LlamaToken]) -> bool {
     cache().wants(owner, tokens)
 }
 
-/// Keep `state`, the saved state of `tokens`, for `owner`. The entries it
-/// extends go (it holds them whole); the least recently used go while the
-/// cache is over its bound. A state larger than the bound is not kept.
-pub fn insert(owner: Key, tokens: &[LlamaToken], state: SavedState) {
-    cache().insert(owner, tokens, state);
-}
-
 /// Drop the state of `tokens` that `owner` kept for contexts of `streams`
 /// KV streams: llama.cpp refused it, and would again.
 pub fn discard(owner: Owner, streams: u32, tokens: &[LlamaToken]) {
@@ -392,10 +385,16 @@ impl Cache {
         tokens.len().saturating_sub(covered) >= self.min_tokens
     }
 
+    /// A state without logits (the tests' entries).
+    #[cfg(test)]
     fn insert(&mut self, owner: Key, tokens: &[LlamaToken], state: SavedState) {
         self.insert_shared(owner, tokens.into(), Arc::new(state), None);
     }
 
+    /// Keep `state`, the saved state of `tokens`, for `owner`, with the
+    /// logits of its last token. The entries it extends go (it holds them
+    /// whole); the least recently used go while the cache is over its bound.
+    /// An entry larger than the bound is not kept.
     fn insert_shared(
         &mut self,
         owner: Key,
