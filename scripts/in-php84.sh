@@ -11,7 +11,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-root=${PHP84_ROOT:-$here/target/php-8.4/root}
+. "$here/scripts/infer-cache.sh"
+root=$PHP84_ROOT
 if ! ls "$root"/.infer-root-* >/dev/null 2>&1; then
     "$here/scripts/php84-root.sh"
 fi
