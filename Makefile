@@ -1,5 +1,8 @@
 # The two commands of the README: `make demo` and `make test`.
 SHELL := /bin/bash
+# ccache (scripts/install-deps.sh) hashes paths under the checkout relative
+# to it: a second checkout takes llama.cpp's objects from the first.
+export CCACHE_BASEDIR := $(CURDIR)
 # PHP=8.4 builds and tests against PHP 8.4 in a Debian 13 root (make php84,
 # scripts/in-php84.sh); PHP=8.3 and PHP=8.3-zts against PHP 8.3.0 built from
 # source (make php83, make php83-zts: target/php-8.3/, target/php-8.3-zts/);
@@ -90,8 +93,13 @@ GPU_FEATURES := $(if $(GPU),--features $(GPU),)
 # The core (engine, converter, checker) without the PHP binding.
 CORE := --no-default-features --features engine $(GPU_FEATURES)
 PHP_WITH_EXT := $(IN_ROOT) $(PHP_BIN) -d extension=$(EXT)
+# Each step of `make test` (builds, downloads, suites) is timed: under
+# `make test` (INFER_TIMING, set below for it and what it builds) a line per
+# step goes to target/test-parts.tsv and its output to target/test-logs/;
+# elsewhere the command only runs.
+TIMED := bash scripts/timed.sh
 
-.PHONY: demo test test-begin test-times test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling bench-lora
+.PHONY: demo test test-begin test-scripts test-times test-quick test-php-quick deps php84 php83 php83-zts build dist test-dist model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli xgrammar test-rust test-php lint install clean bench bench-schema bench-compliance bench-perf bench-convert bench-memory bench-concurrency bench-constraints bench-fpm bench-many bench-deadline bench-stream bench-embed bench-template bench-reasoning bench-remote bench-prompt-cache bench-prompt-store bench-php-versions bench-shared-model bench-fast-forward bench-shared-server bench-idle-pool bench-shared-state bench-lookup bench-apache bench-zts bench-vision bench-sampling bench-lora
 
 demo: build model embedding-model vision-model lora-model
 	$(PHP_WITH_EXT) examples/demo.php
@@ -104,15 +112,22 @@ ifneq ($(filter 8.4 8.3 8.3-zts,$(PHP)),)
 test: test-begin build model test-php
 	@python3 scripts/test-times.py
 else
-test: test-begin build model test-rust test-php
+test: test-begin build model test-rust test-scripts test-php
 	@python3 scripts/test-times.py
 endif
 
+test: export INFER_TIMING = 1
+
 test-begin:
-	@mkdir -p target && rm -f target/test-parts.tsv
+	@mkdir -p target && rm -rf target/test-parts.tsv target/test-logs
+
+# The scripts' own tests: the machine's cache of PHP builds (a stand-in
+# PHP source tree, seconds).
+test-scripts:
+	$(TIMED) "scripts (build cache)" bash scripts/test-build-cache.sh
 
 test-times:
-	@python3 scripts/test-times.py
+	@python3 scripts/test-times.py $(if $(wildcard target/ci-steps.log),--log target/ci-steps.log)
 
 # The edit-test loop (TESTING.md): the library's unit tests, and the PHP tests
 # that need only the default model (not Qwen, Gemma or llama-server) and are
@@ -138,20 +153,21 @@ deps:
 
 # The Debian 13 root with PHP 8.4 (idempotent).
 php84:
-	@bash scripts/php84-root.sh
+	@$(TIMED) "PHP 8.4 root" bash scripts/php84-root.sh
 
-# PHP 8.3.0 built from ../shared/php-src (idempotent, cached).
+# PHP 8.3.0 built from ../shared/php-src, once per machine (scripts/build-php.sh:
+# cached outside the checkout, keyed by the sources and the flags).
 php83:
-	@bash scripts/build-php.sh 8.3
+	@$(TIMED) "PHP 8.3" bash scripts/build-php.sh 8.3
 
 php83-zts:
-	@bash scripts/build-php.sh 8.3-zts
+	@$(TIMED) "PHP 8.3 thread-safe" bash scripts/build-php.sh 8.3-zts
 
 ifeq ($(PHP),8.4)
 # Built inside the root against its PHP 8.4 (its own target directory: the
 # bindings differ), then left at target/php-8.4/infer.so.
 build: deps php84
-	$(IN_ROOT) env CARGO_TARGET_DIR=$(CARGO_TARGET_DIR_FOR_PHP) cargo build --release $(GPU_FEATURES)
+	$(TIMED) "build: extension" $(IN_ROOT) env CARGO_TARGET_DIR=$(CARGO_TARGET_DIR_FOR_PHP) cargo build --release $(GPU_FEATURES)
 	cp $(CARGO_TARGET_DIR_FOR_PHP)/release/libinfer.so $(EXT).tmp && mv $(EXT).tmp $(EXT)
 	cp $(CARGO_TARGET_DIR_FOR_PHP)/release/infer-serve $(dir $(EXT))infer-serve.tmp && mv $(dir $(EXT))infer-serve.tmp $(dir $(EXT))infer-serve
 else ifneq ($(filter 8.3 8.3-zts,$(PHP)),)
@@ -160,41 +176,41 @@ else ifneq ($(filter 8.3 8.3-zts,$(PHP)),)
 # again for another PHP (ext-php-rs reads PHP and PHP_CONFIG). The result is
 # copied out, beside that PHP.
 build: deps php$(subst .,,$(PHP))
-	env PHP=$(PHP_ROOT)/bin/php PHP_CONFIG=$(PHP_ROOT)/bin/php-config cargo build --release $(GPU_FEATURES)
+	$(TIMED) "build: extension" env PHP=$(PHP_ROOT)/bin/php PHP_CONFIG=$(PHP_ROOT)/bin/php-config cargo build --release $(GPU_FEATURES)
 	cp target/release/libinfer.so $(EXT).tmp && mv $(EXT).tmp $(EXT)
 	cp target/release/infer-serve $(PHP_ROOT)/infer-serve.tmp && mv $(PHP_ROOT)/infer-serve.tmp $(PHP_ROOT)/infer-serve
 else
 # The machine's PHP's build is also copied to target/php-host/, where make
 # dist finds it after builds for other PHPs have taken target/release/.
 build: deps
-	bash scripts/timed.sh build cargo build --release $(GPU_FEATURES)
+	$(TIMED) "build: extension" cargo build --release $(GPU_FEATURES)
 	mkdir -p target/php-host
 	cp target/release/libinfer.so target/php-host/infer.so.tmp && mv target/php-host/infer.so.tmp target/php-host/infer.so
 	cp target/release/infer-serve target/php-host/infer-serve.tmp && mv target/php-host/infer-serve.tmp target/php-host/infer-serve
 endif
 
 model:
-	@bash scripts/fetch-model.sh smollm2 $(MODEL_FILE)
+	@$(TIMED) "model: SmolLM2-135M" bash scripts/fetch-model.sh smollm2 $(MODEL_FILE)
 
 embedding-model: deps
-	@bash scripts/fetch-embedding-model.sh $(EMBEDDING_MODEL_FILE)
+	@$(TIMED) "model: all-MiniLM-L6-v2" bash scripts/fetch-embedding-model.sh $(EMBEDDING_MODEL_FILE)
 
 qwen-model:
-	@bash scripts/fetch-model.sh qwen $(QWEN_MODEL_FILE)
+	@$(TIMED) "model: Qwen2.5-Coder-0.5B" bash scripts/fetch-model.sh qwen $(QWEN_MODEL_FILE)
 
 gemma-model:
-	@bash scripts/fetch-model.sh gemma $(GEMMA_MODEL_FILE)
+	@$(TIMED) "model: Gemma 3 270M" bash scripts/fetch-model.sh gemma $(GEMMA_MODEL_FILE)
 
 vision-model: deps model
-	@bash scripts/make-test-asset.sh make-colour-mmproj.py 2aa2d4b29302c790413d1bc3ac56ff096c9d0ee605a4f50a05d9a1e799fd5f2f $(VISION_MODEL_FILE) $(MODEL_FILE)
+	@$(TIMED) "asset: colour projector" bash scripts/make-test-asset.sh make-colour-mmproj.py 2aa2d4b29302c790413d1bc3ac56ff096c9d0ee605a4f50a05d9a1e799fd5f2f $(VISION_MODEL_FILE) $(MODEL_FILE)
 
 # A LoRA adapter for the default model that favours " banana" (the sampling
 # tests' adapter; scripts/make-test-lora.py says how).
 lora-model: deps model
-	@bash scripts/make-test-asset.sh make-test-lora.py 9a3f46371861f386c1348f9b50c0a618ee0ce994283c98a1abb001f7bf21e985 $(LORA_MODEL_FILE) $(MODEL_FILE)
+	@$(TIMED) "asset: LoRA adapter" bash scripts/make-test-asset.sh make-test-lora.py 9a3f46371861f386c1348f9b50c0a618ee0ce994283c98a1abb001f7bf21e985 $(LORA_MODEL_FILE) $(MODEL_FILE)
 
 xgrammar:
-	@bash scripts/xgrammar-venv.sh >/dev/null
+	@$(TIMED) "download: xgrammar environment" bash scripts/xgrammar-venv.sh >/dev/null
 
 test-rust: deps model qwen-model gemma-model xgrammar
 	python3 scripts/import-circles.py
@@ -203,8 +219,10 @@ test-rust: deps model qwen-model gemma-model xgrammar
 	# the binary's and the integration tests only: the benchmark examples (each
 	# links llama.cpp with LTO, 2 min of building) are compiled by `make lint`'s
 	# clippy and by their `make bench-*`, and the crate has no doctests.
-	bash scripts/timed.sh "rust (core)" cargo test --release $(CORE) --lib --tests -- --test-threads=1
-	bash scripts/timed.sh "rust (infer-shared)" cargo test --release -p infer-shared
+	$(TIMED) "build: rust tests" cargo test --release $(CORE) --lib --tests --no-run
+	$(TIMED) "build: rust tests (infer-shared)" cargo test --release -p infer-shared --no-run
+	$(TIMED) "rust (core)" cargo test --release $(CORE) --lib --tests -- --test-threads=1
+	$(TIMED) "rust (infer-shared)" cargo test --release -p infer-shared
 
 # After the extension's build: it links the libraries that build compiled.
 ifeq ($(PHP),8.4)
@@ -212,7 +230,7 @@ llama-server:
 	$(MAKE) llama-server PHP=php
 else
 llama-server: build
-	@bash scripts/build-llama-server.sh
+	@$(TIMED) "build: llama-server" bash scripts/build-llama-server.sh
 endif
 
 # After the extension's build: it links the libraries that build compiled.
@@ -221,11 +239,11 @@ llama-mtmd-cli:
 	$(MAKE) llama-mtmd-cli PHP=php
 else
 llama-mtmd-cli: build
-	@bash scripts/build-llama-mtmd-cli.sh
+	@$(TIMED) "build: llama-mtmd-cli" bash scripts/build-llama-mtmd-cli.sh
 endif
 
 test-php: build model embedding-model qwen-model gemma-model vision-model lora-model llama-server llama-mtmd-cli
-	bash scripts/timed.sh "php suite" $(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist $(PHPUNIT_EXCLUDE) --log-junit $(CURDIR)/target/phpunit.xml
+	$(TIMED) "php suite" $(PHP_WITH_EXT) $(PHPUNIT) -c phpunit.xml.dist $(PHPUNIT_EXCLUDE) --log-junit $(CURDIR)/target/phpunit.xml
 
 lint:
 	cargo fmt --all --check

@@ -67,6 +67,14 @@ MTMD_LIB="$LIBS/tools/mtmd/libmtmd.a"
     fi
 } > "$WORK/units"
 [ -n "$MTMD_LIB" ] || echo "build-llama-mtmd-cli: no libmtmd.a in $LIBS, compiling mtmd too"
+# Through ccache when it is there, paths under the checkout hashed relative
+# to it (as scripts/build-llama-server.sh).
+CXX=g++
+if command -v ccache >/dev/null 2>&1; then
+    CXX="ccache g++"
+    export CCACHE_BASEDIR="$ROOT"
+fi
+export CXX
 echo "Compiling llama-mtmd-cli ($(wc -l < "$WORK/units") units, $JOBS at a time)"
 export OBJ
 export CXXFLAGS_LINE="${CXXFLAGS[*]}"
@@ -75,7 +83,7 @@ tr '\n' '\0' < "$WORK/units" | xargs -0 -P "$JOBS" -n 1 bash -c '
     IFS="|" read -r opt defines src <<< "$0"
     obj="$OBJ/$(echo "$src" | md5sum | cut -c1-12)-$(basename "$src" .cpp).o"
     [ -f "$obj" ] && exit 0
-    g++ $opt $CXXFLAGS_LINE $defines -c "$src" -o "$obj.tmp"
+    $CXX $opt $CXXFLAGS_LINE $defines -c "$src" -o "$obj.tmp"
     mv "$obj.tmp" "$obj"'
 
 g++ -o "$BIN.tmp" "$OBJ"/*.o -Wl,--start-group ${MTMD_LIB:+"$MTMD_LIB"} "${LINK_LIBS[@]}" \

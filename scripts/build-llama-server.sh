@@ -98,10 +98,20 @@ mkdir -p "$OBJ"
     for src in "${MTMD_SOURCES[@]}"; do echo "-O2 $src"; done
     for src in "${SERVER_SOURCES[@]}"; do echo "-O2 $src"; done
 } > "$WORK/units"
+# Through ccache when it is there (scripts/install-deps.sh installs it): a
+# second checkout takes these objects by content hash. Paths under the
+# checkout are hashed relative to it (CCACHE_BASEDIR), so its place does not
+# matter.
+CXX=g++
+if command -v ccache >/dev/null 2>&1; then
+    CXX="ccache g++"
+    export CCACHE_BASEDIR="$ROOT"
+fi
+export CXX
 echo "Compiling llama-server ($(wc -l < "$WORK/units") units, $JOBS at a time)"
 export OBJ
 export CXXFLAGS_LINE="${CXXFLAGS[*]}"
-xargs -P "$JOBS" -L 1 bash -c 'set -e; opt="$0"; src="$1"; obj="$OBJ/$(echo "$src" | md5sum | cut -c1-12)-$(basename "$src" .cpp).o"; [ -f "$obj" ] && exit 0; g++ $opt $CXXFLAGS_LINE -c "$src" -o "$obj.tmp"; mv "$obj.tmp" "$obj"' < "$WORK/units"
+xargs -P "$JOBS" -L 1 bash -c 'set -e; opt="$0"; src="$1"; obj="$OBJ/$(echo "$src" | md5sum | cut -c1-12)-$(basename "$src" .cpp).o"; [ -f "$obj" ] && exit 0; $CXX $opt $CXXFLAGS_LINE -c "$src" -o "$obj.tmp"; mv "$obj.tmp" "$obj"' < "$WORK/units"
 
 g++ -o "$BIN.tmp" "$OBJ"/*.o -Wl,--start-group $MTMD_LIB "${LINK_LIBS[@]}" \
     -Wl,--end-group -lssl -lcrypto -lpthread -ldl -lm

@@ -160,6 +160,7 @@ else
     printf '%s %s\n' "$key" "$(sha256sum <"$prefix/.manifest" | cut -c1-64)" >"$prefix/.stamp"
     intact || { echo "build-php.sh: the build in $prefix does not pass its own check" >&2; exit 1; }
     rm -rf "$work"
+    infer_cache_prune "$flavor" "$prefix"
     echo "== PHP $flavor built from source in $((SECONDS - start)) s ($("$prefix/bin/php" -r 'echo PHP_VERSION, PHP_ZTS ? " ZTS" : " NTS";'), cached in $prefix)"
 fi
 exec 9>&-

@@ -22,6 +22,8 @@ fi
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
 cwd=$(pwd)
+ccache_dir=$INFER_CACHE_DIR/ccache-8.4
+mkdir -p -m 0755 "$ccache_dir"
 
 # Inside the new mount namespace: bind what the command needs, then chroot.
 # The project's own settings (INFER_*) go through; the rest of the host's
@@ -32,7 +34,7 @@ while IFS= read -r -d '' var; do
 done < <(env -0)
 
 exec unshare --mount --propagation private -- /usr/bin/env \
-    ROOT="$root" HERE="$here" CARGO_DIR="$cargo_home" RUSTUP_DIR="$rustup_home" CWD="$cwd" \
+    ROOT="$root" HERE="$here" CCACHE_ROOT_DIR="$ccache_dir" CARGO_DIR="$cargo_home" RUSTUP_DIR="$rustup_home" CWD="$cwd" \
     PASSED="$(printf '%s\n' "${passed[@]+"${passed[@]}"}")" \
     bash -c '
 set -euo pipefail
@@ -74,13 +76,16 @@ for cfg in "$HERE"/target/*/pyvenv.cfg; do
     esac
 done
 bind "$CARGO_DIR" /root/.cargo
+# The root's ccache directory, kept in the machine's cache (the root's
+# compilers are its own: their objects are kept apart from the host's).
+bind "$CCACHE_ROOT_DIR" /root/.cache/ccache
 bind "$RUSTUP_DIR" /root/.rustup
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
 passed=()
 if [ -n "$PASSED" ]; then mapfile -t passed <<<"$PASSED"; fi
 exec chroot "$ROOT" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" "${passed[@]+"${passed[@]}"}" \
     PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    CARGO_HOME=/root/.cargo RUSTUP_HOME=/root/.rustup \
+    CARGO_HOME=/root/.cargo RUSTUP_HOME=/root/.rustup CCACHE_BASEDIR="$HERE" \
     INFER_PHP_ROOT=8.4 \
     bash -c "cd \"\$0\" && exec \"\$@\"" "$CWD" "$@"
 ' bash "$@"

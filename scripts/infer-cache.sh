@@ -30,10 +30,32 @@ infer_cache_ready() { # subdirectory
 
 # The PHP 8.4 root: Debian 13 with these packages (what building —
 # clang and libclang for bindgen, cmake and a C++ compiler for llama.cpp,
-# php8.4-dev for the headers and phpize — and testing — the CLI with the
-# extensions PHPUnit needs, PHP-FPM; pcntl and posix are built in — need).
+# php8.4-dev for the headers and phpize, ccache — and testing — the CLI
+# with the extensions PHPUnit needs, PHP-FPM; pcntl and posix are built in —
+# need). The root's compilers are not the host's: llama.cpp is compiled
+# again there (a target directory built on the host is stale in the root:
+# bindgen's dependencies name the host's clang headers), through ccache into
+# $INFER_CACHE_DIR/ccache-8.4 (in-php84.sh mounts it), so a second checkout
+# or run takes those objects.
 PHP84_PACKAGES=(php8.4-cli php8.4-dev php8.4-fpm php8.4-mbstring php8.4-xml
     clang libclang-dev cmake make g++ pkg-config ca-certificates git zip unzip
-    util-linux procps python3)
+    util-linux procps python3 ccache)
 PHP84_KEY=$(printf '%s\n' trixie "$(uname -m)" "${PHP84_PACKAGES[@]}" | sha256sum | cut -c1-16)
 PHP84_ROOT=${PHP84_ROOT:-$INFER_CACHE_DIR/php/8.4-root-$PHP84_KEY}
+
+# After an entry is made: the entries of the same kind made from other
+# sources (an older checkout's) are removed, unless one is in use (its lock
+# held), so a machine keeps one entry per kind, not one per change.
+infer_cache_prune() { # kind (8.3, 8.3-zts, 8.4-root), the entry to keep
+    local entry
+    for entry in "$INFER_CACHE_DIR/php/$1"-????????????????; do
+        [ -d "$entry" ] && [ "$entry" != "$2" ] || continue
+        local lock=$INFER_CACHE_DIR/php/.${entry##*/}.lock
+        [ -e "$entry.lock" ] && lock=$entry.lock
+        (
+            flock -n 9 || exit 0
+            rm -rf "$entry" "$entry".*.log "$INFER_CACHE_DIR/php/.work-${entry##*/}"
+            echo "removed $entry (made from other sources)"
+        ) 9>>"$lock"
+    done
+}

@@ -16,6 +16,10 @@ php -r 'exit(extension_loaded("dom") && extension_loaded("xml") ? 0 : 1);' >/dev
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 # python3 -m venv: scripts/fetch-embedding-model.sh converts the embedding model in a virtualenv.
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+# ccache: llama.cpp's build (GGML_CCACHE, on by default) and llama-server's
+# compile through it when it is there, so a second checkout, or llama.cpp
+# built for another PHP, takes the objects of the first by content hash.
+command -v ccache >/dev/null 2>&1 || missing+=(ccache)
 # PHP-FPM: tests-php/FpmTest.php starts two workers to test worker reuse.
 ls /usr/sbin/php-fpm* >/dev/null 2>&1 || missing+=(php-fpm)
 

@@ -71,4 +71,5 @@ chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -qq --no-install-recommends "${PHP84_PACKAGES[@]}" >/dev/null
 rm -f "$root"/.infer-root-*
 touch "$stamp"
+infer_cache_prune 8.4-root "$root"
 chroot "$root" php -v | head -1

@@ -4,7 +4,9 @@
 # `make` install a `php` that answers as PHP 8.3.0, and count each build. A
 # second run uses the entry; an entry with a changed file, a missing file, no
 # stamp, or left by a build that failed is never used and is built again; a
-# cache another user can write is refused; the flags are part of the key.
+# cache another user can write is refused; the flags and the sources are
+# part of the key, and an entry of older sources is removed once a newer one
+# is made.
 # Run by `make test` (a few seconds); exits non-zero on the first failure.
 set -euo pipefail
 
@@ -109,6 +111,14 @@ run 8.3-zts || fail "the thread-safe build"
 [ "$(count)" -eq 7 ] || fail "other flags are another entry (builds: $(count))"
 [ "$(entry 8.3-zts)" != "$e" ] && [ -f "$(entry 8.3)/.stamp" ] || fail "both entries are kept"
 echo "ok: other flags are another entry, beside the first"
+
+old=$(entry 8.3)
+echo "# another source" >>"$src/php.ini-production"
+tar -cJf "$tmp/php-8.3.0.tar.xz" -C "$tmp" php-8.3.0
+run 8.3 || fail "the build of other sources"
+[ "$(count)" -eq 8 ] && [ "$(entry 8.3)" != "$old" ] || fail "other sources are another entry (builds: $(count))"
+[ ! -e "$old" ] && [ -d "$(entry 8.3-zts)" ] || fail "the entry of the older sources is removed, the other kind kept"
+echo "ok: other sources are another entry, and the older one of that kind is removed"
 
 chmod 0777 "$INFER_CACHE_DIR/php"
 if run 8.3; then fail "a cache others can write is refused"; fi
