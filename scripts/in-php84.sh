@@ -76,8 +76,8 @@ for cfg in "$HERE"/target/*/pyvenv.cfg; do
     esac
 done
 bind "$CARGO_DIR" /root/.cargo
-# The root's ccache directory, kept in the machine's cache (the root's
-# compilers are its own: their objects are kept apart from the host's).
+# The ccache directory of the root, kept in the machine cache (the
+# compilers of the root are its own: their objects are kept apart).
 bind "$CCACHE_ROOT_DIR" /root/.cache/ccache
 bind "$RUSTUP_DIR" /root/.rustup
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
