@@ -66,8 +66,11 @@ def main(argv):
             tsv = a
     if log:
         print("| step of .ci/run | seconds |\n|---|--:|")
-        for m in re.finditer(r"^== (.*): (\d+) s \(total", open(log, errors="replace").read(), re.M):
-            print(f"| {m.group(1)} | {m.group(2)} |")
+        steps = re.findall(r"^== (.*): (\d+) s \(total", open(log, errors="replace").read(), re.M)
+        for name, secs in steps:
+            print(f"| {name} | {secs} |")
+        total = sum(int(secs) for _, secs in steps)
+        print(f"| **total** | **{total} ({total / 60:.1f} min)** |")
         print()
     if junit:
         classes = [
