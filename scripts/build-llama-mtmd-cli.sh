@@ -67,14 +67,6 @@ MTMD_LIB="$LIBS/tools/mtmd/libmtmd.a"
     fi
 } > "$WORK/units"
 [ -n "$MTMD_LIB" ] || echo "build-llama-mtmd-cli: no libmtmd.a in $LIBS, compiling mtmd too"
-# Through ccache when it is there, paths under the checkout hashed relative
-# to it (as scripts/build-llama-server.sh).
-CXX=g++
-if command -v ccache >/dev/null 2>&1; then
-    CXX="ccache g++"
-    export CCACHE_BASEDIR="$ROOT"
-fi
-export CXX
 echo "Compiling llama-mtmd-cli ($(wc -l < "$WORK/units") units, $JOBS at a time)"
 export OBJ
 export CXXFLAGS_LINE="${CXXFLAGS[*]}"

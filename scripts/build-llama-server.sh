@@ -98,16 +98,6 @@ mkdir -p "$OBJ"
     for src in "${MTMD_SOURCES[@]}"; do echo "-O2 $src"; done
     for src in "${SERVER_SOURCES[@]}"; do echo "-O2 $src"; done
 } > "$WORK/units"
-# Through ccache when it is there (scripts/install-deps.sh installs it): a
-# second checkout takes these objects by content hash. Paths under the
-# checkout are hashed relative to it (CCACHE_BASEDIR), so its place does not
-# matter.
-CXX=g++
-if command -v ccache >/dev/null 2>&1; then
-    CXX="ccache g++"
-    export CCACHE_BASEDIR="$ROOT"
-fi
-export CXX
 echo "Compiling llama-server ($(wc -l < "$WORK/units") units, $JOBS at a time)"
 export OBJ
 export CXXFLAGS_LINE="${CXXFLAGS[*]}"

@@ -15,8 +15,9 @@
 # Built once per machine, not once per checkout or run: the build lives in a
 # cache outside the checkout, $INFER_CACHE_DIR/php/<flavor>-<key>
 # (scripts/infer-cache.sh: /var/cache/infer as root by default), where
-# the key is the SHA-256 of the source tarball, of this script and the tzdb
-# script, of the configure flags and of the machine's architecture. An entry
+# the key is the SHA-256 of the source tarball and the tzdb script, of the
+# build's steps (the recipe below), the configure flags and the machine's
+# architecture. An entry
 # is used only when complete and intact: its stamp (written last) names the
 # key and the checksum of its manifest, every file of the manifest has the
 # checksum it was built with, and its php runs and says 8.3.0; anything else
@@ -139,10 +140,9 @@ intact() {
     [ "$("$prefix/bin/php" -n -r 'echo PHP_VERSION;' 2>/dev/null)" = 8.3.0 ] || return 1
 }
 
-exec 9>"$cache/php/.$flavor-$key.lock"
+exec 9>"$prefix.lock"
 flock 9
 if intact; then
-    touch "$prefix/.stamp"
     echo "== PHP $flavor: the cached build ($prefix)"
 else
     start=$SECONDS

@@ -45,17 +45,16 @@ PHP84_ROOT=${PHP84_ROOT:-$INFER_CACHE_DIR/php/8.4-root-$PHP84_KEY}
 
 # After an entry is made: the entries of the same kind made from other
 # sources (an older checkout's) are removed, unless one is in use (its lock
-# held), so a machine keeps one entry per kind, not one per change.
+# held: every entry's lock is <entry>.lock), so a machine keeps one entry per
+# kind, not one per change.
 infer_cache_prune() { # kind (8.3, 8.3-zts, 8.4-root), the entry to keep
     local entry
     for entry in "$INFER_CACHE_DIR/php/$1"-????????????????; do
         [ -d "$entry" ] && [ "$entry" != "$2" ] || continue
-        local lock=$INFER_CACHE_DIR/php/.${entry##*/}.lock
-        [ -e "$entry.lock" ] && lock=$entry.lock
         (
             flock -n 9 || exit 0
             rm -rf "$entry" "$entry".*.log "$INFER_CACHE_DIR/php/.work-${entry##*/}"
             echo "removed $entry (made from other sources)"
-        ) 9>>"$lock"
+        ) 9>>"$entry.lock"
     done
 }
